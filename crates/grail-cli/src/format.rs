@@ -1,0 +1,104 @@
+//! `grail fmt`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Args;
+use grail_syntax::{format, parse, print_rules, source_from_bytes};
+
+use crate::input::read_source;
+use crate::render::{render_human, stderr_wants_color};
+
+/// Arguments of `grail fmt`.
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// Grammar files, or `-` for standard input.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Report files that are not formatted (exit 1) instead of printing them.
+    #[arg(long)]
+    pub check: bool,
+    /// Rewrite the files in place.
+    #[arg(long, conflicts_with = "check")]
+    pub write: bool,
+}
+
+/// Runs `grail fmt`.
+pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
+    if args.write && args.files.iter().any(|file| file.as_os_str() == "-") {
+        bail!("--write cannot rewrite standard input");
+    }
+    let mut failed = false;
+    for file in &args.files {
+        let input = read_source(file)?;
+        let source = match source_from_bytes(&input.bytes) {
+            Ok(source) => source,
+            Err(error) => {
+                let valid =
+                    String::from_utf8_lossy(&input.bytes[..error.span.start as usize]).into_owned();
+                eprint!(
+                    "{}",
+                    render_human(
+                        &input.name,
+                        &valid,
+                        &[error.to_diagnostic()],
+                        stderr_wants_color()
+                    )
+                );
+                failed = true;
+                continue;
+            }
+        };
+        let parsed = parse(source);
+        if !parsed.is_ok() {
+            let diagnostics: Vec<_> = parsed
+                .errors
+                .iter()
+                .map(|error| error.to_diagnostic())
+                .collect();
+            eprint!(
+                "{}",
+                render_human(&input.name, source, &diagnostics, stderr_wants_color())
+            );
+            eprintln!("{}: not formatted: the grammar does not parse", input.name);
+            failed = true;
+            continue;
+        }
+        let formatted = format(source, &parsed.grammar);
+        ensure_same_grammar(&input.name, source, &formatted)?;
+        if args.check {
+            if formatted != source {
+                eprintln!("{}: not formatted", input.name);
+                failed = true;
+            }
+        } else if args.write {
+            if formatted != source {
+                std::fs::write(file, &formatted)?;
+                eprintln!("{}: formatted", input.name);
+            }
+        } else {
+            print!("{formatted}");
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Refuses to emit output that would change the grammar or drop a comment.
+fn ensure_same_grammar(name: &str, source: &str, formatted: &str) -> anyhow::Result<()> {
+    let before = parse(source);
+    let after = parse(formatted);
+    let same = after.is_ok()
+        && print_rules(&before.grammar.rules) == print_rules(&after.grammar.rules)
+        && before.grammar.comments.len() == after.grammar.comments.len();
+    if !same {
+        bail!(
+            "internal error: formatting `{name}` would change its meaning; the file was left as it is (please report this grammar)"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! Building grammars as data. JSON Schema and tool-call generators use this instead of
+//! concatenating strings: names are made valid for llama.cpp, references are checked,
+//! and only rules reachable from the root are kept.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::analysis::references;
+use crate::charset::CharSet;
+use crate::ir::{
+    Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
+};
+
+/// An expression to define a rule with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// A literal string (the empty string when empty).
+    Literal(String),
+    /// One character from a set.
+    Chars(CharSet),
+    /// Any one character.
+    Any,
+    /// A reference to a rule of the same builder.
+    Rule(RuleId),
+    /// One whole token.
+    Token(Token),
+    /// Expressions one after another.
+    Sequence(Vec<Expr>),
+    /// One of several expressions.
+    Choice(Vec<Expr>),
+    /// `expr{min,max}`; `max` of `None` is unbounded.
+    Repeat(Box<Expr>, u32, Option<u32>),
+}
+
+impl Expr {
+    /// A literal string.
+    pub fn literal(text: impl Into<String>) -> Expr {
+        Expr::Literal(text.into())
+    }
+
+    /// One character in the inclusive ranges.
+    pub fn chars(ranges: impl IntoIterator<Item = (char, char)>) -> Expr {
+        Expr::Chars(CharSet::new(
+            ranges
+                .into_iter()
+                .map(|(first, last)| (first as u32, last as u32)),
+            false,
+        ))
+    }
+
+    /// One character outside the inclusive ranges.
+    pub fn chars_except(ranges: impl IntoIterator<Item = (char, char)>) -> Expr {
+        Expr::Chars(CharSet::new(
+            ranges
+                .into_iter()
+                .map(|(first, last)| (first as u32, last as u32)),
+            true,
+        ))
+    }
+
+    /// A token by id (`<[id]>`).
+    pub fn token_id(id: u32) -> Expr {
+        Expr::Token(Token {
+            reference: TokenReference::Id(id),
+            negated: false,
+        })
+    }
+
+    /// Expressions one after another.
+    pub fn sequence(items: impl IntoIterator<Item = Expr>) -> Expr {
+        Expr::Sequence(items.into_iter().collect())
+    }
+
+    /// One of several expressions.
+    pub fn choice(items: impl IntoIterator<Item = Expr>) -> Expr {
+        Expr::Choice(items.into_iter().collect())
+    }
+
+    /// `self?`
+    pub fn optional(self) -> Expr {
+        Expr::Repeat(Box::new(self), 0, Some(1))
+    }
+
+    /// `self*`
+    pub fn zero_or_more(self) -> Expr {
+        Expr::Repeat(Box::new(self), 0, None)
+    }
+
+    /// `self+`
+    pub fn one_or_more(self) -> Expr {
+        Expr::Repeat(Box::new(self), 1, None)
+    }
+
+    /// `self{min,max}`
+    pub fn repeat(self, min: u32, max: Option<u32>) -> Expr {
+        Expr::Repeat(Box::new(self), min, max)
+    }
+}
+
+/// Why a built grammar is not valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A rule reachable from the root was declared but never defined.
+    #[error("rule `{name}` is declared but not defined")]
+    RuleUndefined {
+        /// The rule's name.
+        name: String,
+    },
+    /// `define` was called twice for one rule.
+    #[error("rule `{name}` is defined twice")]
+    RuleDefinedTwice {
+        /// The rule's name.
+        name: String,
+    },
+    /// A repetition whose minimum is above its maximum.
+    #[error("repetition {{{min},{max}}} in rule `{rule}` has its minimum above its maximum")]
+    RepetitionBoundsReversed {
+        /// The rule holding it.
+        rule: String,
+        /// The minimum.
+        min: u32,
+        /// The maximum.
+        max: u32,
+    },
+    /// A rule id from another builder.
+    #[error("rule id {id} does not belong to this builder")]
+    ForeignRule {
+        /// The id.
+        id: u32,
+    },
+}
+
+/// Makes a grammar rule by rule. The root rule is declared up front and named `root`.
+///
+/// ```
+/// use grail_grammar::{Expr, GrammarBuilder};
+/// let mut builder = GrammarBuilder::new();
+/// let digit = builder.rule("digit_char", Expr::chars([('0', '9')])).unwrap();
+/// let root = builder.root();
+/// builder.define(root, Expr::Rule(digit).one_or_more()).unwrap();
+/// let grammar = builder.build().unwrap();
+/// assert_eq!(grail_grammar::print_grammar(&grammar), "root ::= digit-char+\ndigit-char ::= [0-9]\n");
+/// ```
+#[derive(Debug, Clone)]
+pub struct GrammarBuilder {
+    names: Vec<String>,
+    bodies: Vec<Option<Vec<Sequence>>>,
+    taken: HashMap<String, u32>,
+}
+
+impl Default for GrammarBuilder {
+    fn default() -> GrammarBuilder {
+        GrammarBuilder::new()
+    }
+}
+
+impl GrammarBuilder {
+    /// A builder holding only the (undefined) root rule.
+    pub fn new() -> GrammarBuilder {
+        let mut builder = GrammarBuilder {
+            names: Vec::new(),
+            bodies: Vec::new(),
+            taken: HashMap::new(),
+        };
+        builder.declare("root");
+        builder
+    }
+
+    /// The root rule.
+    pub fn root(&self) -> RuleId {
+        RuleId(0)
+    }
+
+    /// Declares a rule, to be defined later (for recursion). The name is made valid GBNF
+    /// (characters other than ASCII letters, digits and `-` become `-`) and unique (a
+    /// numeric suffix is added when taken).
+    pub fn declare(&mut self, name_hint: &str) -> RuleId {
+        let mut base: String = name_hint
+            .chars()
+            .map(|character| {
+                if character.is_ascii_alphanumeric() || character == '-' {
+                    character
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if base.is_empty() {
+            base = "rule".to_string();
+        }
+        let mut name = base.clone();
+        let mut suffix = 1;
+        while self.taken.contains_key(&name) {
+            suffix += 1;
+            name = format!("{base}-{suffix}");
+        }
+        let id = self.names.len() as u32;
+        self.taken.insert(name.clone(), id);
+        self.names.push(name);
+        self.bodies.push(None);
+        RuleId(id)
+    }
+
+    /// Defines a declared rule.
+    pub fn define(&mut self, id: RuleId, body: Expr) -> Result<(), BuildError> {
+        let slot = self
+            .bodies
+            .get(id.index())
+            .ok_or(BuildError::ForeignRule { id: id.0 })?;
+        if slot.is_some() {
+            return Err(BuildError::RuleDefinedTwice {
+                name: self.names[id.index()].clone(),
+            });
+        }
+        let rule_name = self.names[id.index()].clone();
+        let alternatives = self.alternatives(&rule_name, &body)?;
+        self.bodies[id.index()] = Some(alternatives);
+        Ok(())
+    }
+
+    /// Declares and defines a rule in one step.
+    pub fn rule(&mut self, name_hint: &str, body: Expr) -> Result<RuleId, BuildError> {
+        let id = self.declare(name_hint);
+        self.define(id, body)?;
+        Ok(id)
+    }
+
+    /// The grammar of the rules reachable from the root, in declaration order.
+    pub fn build(self) -> Result<Grammar, BuildError> {
+        let rules: Vec<Rule> = self
+            .names
+            .iter()
+            .zip(&self.bodies)
+            .map(|(name, body)| Rule {
+                name: name.clone(),
+                alternatives: body.clone().unwrap_or_default(),
+                span: Default::default(),
+            })
+            .collect();
+        let all = Grammar {
+            rules,
+            root: RuleId(0),
+        };
+        let references = references(&all);
+        let mut keep = vec![false; all.rules.len()];
+        keep[0] = true;
+        let mut queue = VecDeque::from([0u32]);
+        while let Some(rule) = queue.pop_front() {
+            if self.bodies[rule as usize].is_none() {
+                return Err(BuildError::RuleUndefined {
+                    name: self.names[rule as usize].clone(),
+                });
+            }
+            for &next in &references[rule as usize] {
+                if !keep[next as usize] {
+                    keep[next as usize] = true;
+                    queue.push_back(next);
+                }
+            }
+        }
+        let mut new_ids = vec![u32::MAX; all.rules.len()];
+        let mut rules = Vec::new();
+        for (old, rule) in all.rules.into_iter().enumerate() {
+            if keep[old] {
+                new_ids[old] = rules.len() as u32;
+                rules.push(rule);
+            }
+        }
+        for rule in &mut rules {
+            for sequence in &mut rule.alternatives {
+                for symbol in sequence {
+                    renumber(symbol, &new_ids);
+                }
+            }
+        }
+        Ok(Grammar {
+            rules,
+            root: RuleId(0),
+        })
+    }
+
+    fn alternatives(&self, rule: &str, body: &Expr) -> Result<Vec<Sequence>, BuildError> {
+        match body {
+            Expr::Choice(items) if !items.is_empty() => {
+                items.iter().map(|item| self.sequence(rule, item)).collect()
+            }
+            _ => Ok(vec![self.sequence(rule, body)?]),
+        }
+    }
+
+    fn sequence(&self, rule: &str, expr: &Expr) -> Result<Sequence, BuildError> {
+        match expr {
+            Expr::Empty => Ok(Vec::new()),
+            Expr::Literal(text) if text.is_empty() => Ok(Vec::new()),
+            Expr::Sequence(items) => {
+                let mut symbols = Vec::new();
+                for item in items {
+                    symbols.extend(self.sequence(rule, item)?);
+                }
+                Ok(symbols)
+            }
+            _ => Ok(vec![self.symbol(rule, expr)?]),
+        }
+    }
+
+    fn symbol(&self, rule: &str, expr: &Expr) -> Result<Symbol, BuildError> {
+        let kind = match expr {
+            Expr::Literal(text) => SymbolKind::Literal(text.clone()),
+            Expr::Chars(set) => SymbolKind::Chars(set.clone()),
+            Expr::Any => SymbolKind::Any,
+            Expr::Rule(id) => {
+                if id.index() >= self.names.len() {
+                    return Err(BuildError::ForeignRule { id: id.0 });
+                }
+                SymbolKind::Rule(*id)
+            }
+            Expr::Token(token) => SymbolKind::Token(token.clone()),
+            Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
+                SymbolKind::Group(self.alternatives(rule, expr)?)
+            }
+            Expr::Repeat(inner, min, max) => {
+                if let Some(max) = *max
+                    && max < *min
+                {
+                    return Err(BuildError::RepetitionBoundsReversed {
+                        rule: rule.to_string(),
+                        min: *min,
+                        max,
+                    });
+                }
+                let inner_sequence = self.sequence(rule, inner)?;
+                let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
+                    Ok([single]) => single,
+                    Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
+                };
+                SymbolKind::Repeat(Box::new(Repetition {
+                    symbol,
+                    min: *min,
+                    max: *max,
+                }))
+            }
+        };
+        Ok(Symbol::new(kind))
+    }
+}
+
+fn renumber(symbol: &mut Symbol, new_ids: &[u32]) {
+    match &mut symbol.kind {
+        SymbolKind::Rule(id) => id.0 = new_ids[id.index()],
+        SymbolKind::Group(sequences) => {
+            for sequence in sequences {
+                for inner in sequence {
+                    renumber(inner, new_ids);
+                }
+            }
+        }
+        SymbolKind::Repeat(repetition) => renumber(&mut repetition.symbol, new_ids),
+        _ => {}
+    }
+}

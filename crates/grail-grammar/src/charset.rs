@@ -1,0 +1,129 @@
+//! Sets of code points, as sorted disjoint ranges.
+
+/// The largest Unicode scalar value.
+pub const MAX_CODE_POINT: u32 = 0x10FFFF;
+
+/// A set of code points written as a character class: sorted, disjoint, merged ranges,
+/// plus whether the class is negated. Negation is kept (not complemented away) so the
+/// set prints back as the author wrote it and next-character rules can say CHAR_EXCLUDE.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CharSet {
+    ranges: Vec<(u32, u32)>,
+    negated: bool,
+}
+
+impl CharSet {
+    /// A set from inclusive ranges in any order; reversed ranges (`first > last`) match
+    /// nothing and are dropped, and ranges are clipped to the Unicode range.
+    pub fn new(ranges: impl IntoIterator<Item = (u32, u32)>, negated: bool) -> CharSet {
+        let mut ranges: Vec<(u32, u32)> = ranges
+            .into_iter()
+            .filter(|&(first, last)| first <= last && first <= MAX_CODE_POINT)
+            .map(|(first, last)| (first, last.min(MAX_CODE_POINT)))
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (first, last) in ranges {
+            match merged.last_mut() {
+                Some(previous) if first <= previous.1.saturating_add(1) => {
+                    previous.1 = previous.1.max(last)
+                }
+                _ => merged.push((first, last)),
+            }
+        }
+        CharSet {
+            ranges: merged,
+            negated,
+        }
+    }
+
+    /// The set holding exactly one code point.
+    pub fn single(code_point: u32) -> CharSet {
+        CharSet::new([(code_point, code_point)], false)
+    }
+
+    /// The written ranges (before negation is applied).
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.ranges
+    }
+
+    /// True for a negated class `[^...]`.
+    pub fn is_negated(&self) -> bool {
+        self.negated
+    }
+
+    /// True when the set holds `code_point`.
+    pub fn contains(&self, code_point: u32) -> bool {
+        let listed = self
+            .ranges
+            .binary_search_by(|&(first, last)| {
+                if last < code_point {
+                    std::cmp::Ordering::Less
+                } else if first > code_point {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok();
+        listed != self.negated
+    }
+
+    /// True when no character (Unicode scalar value) is in the set.
+    pub fn matches_nothing(&self) -> bool {
+        let listed_scalars: u64 = self
+            .ranges
+            .iter()
+            .map(|&(first, last)| scalar_count(first, last))
+            .sum();
+        if self.negated {
+            listed_scalars == scalar_count(0, MAX_CODE_POINT)
+        } else {
+            listed_scalars == 0
+        }
+    }
+}
+
+/// How many Unicode scalar values (code points that are not surrogates) lie in `first..=last`.
+fn scalar_count(first: u32, last: u32) -> u64 {
+    let total = u64::from(last - first) + 1;
+    let surrogate_first = first.max(0xD800);
+    let surrogate_last = last.min(0xDFFF);
+    let surrogates = if surrogate_first <= surrogate_last {
+        u64::from(surrogate_last - surrogate_first) + 1
+    } else {
+        0
+    };
+    total - surrogates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_sorts_and_drops_reversed_ranges() {
+        let set = CharSet::new(
+            [
+                (b'x' as u32, b'z' as u32),
+                (b'a' as u32, b'c' as u32),
+                (b'd' as u32, b'd' as u32),
+                (9, 1),
+            ],
+            false,
+        );
+        assert_eq!(set.ranges(), &[(0x61, 0x64), (0x78, 0x7A)]);
+        assert!(set.contains('b' as u32));
+        assert!(!set.contains('e' as u32));
+    }
+
+    #[test]
+    fn negation_and_emptiness() {
+        let not_a = CharSet::new([(0x61, 0x61)], true);
+        assert!(!not_a.contains(0x61));
+        assert!(not_a.contains(0x62));
+        assert!(CharSet::new([(0xD800, 0xDFFF)], false).matches_nothing());
+        assert!(CharSet::new([(0, MAX_CODE_POINT)], true).matches_nothing());
+        assert!(!CharSet::new([(0, 0xD7FF), (0xE000, 0x10FFFE)], true).matches_nothing());
+    }
+}

@@ -1,0 +1,217 @@
+//! `check`: parse, lower and analyse a grammar, collecting every diagnostic.
+
+use grail_syntax::{Diagnostic, Severity, Span, parse_with_limits};
+
+use crate::analysis::{
+    left_recursive_cycles, nullable_rules, productive_rules, reachable_rules, references,
+};
+use crate::finding::{Finding, FindingKind, Target};
+use crate::ir::Grammar;
+use crate::limits::Limits;
+use crate::lints::optional_chains;
+use crate::llama_cpp::{LlamaCppModel, model};
+use crate::lower::lower;
+
+/// How to check a grammar.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The engine the grammar must work in.
+    pub target: Target,
+    /// The start rule's name. Default: `root`.
+    pub root: String,
+    /// Size and complexity limits.
+    pub limits: Limits,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions {
+            target: Target::default(),
+            root: "root".to_string(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Everything `check` learned about a grammar.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    /// The checked IR, when the grammar has no syntax or resolution errors.
+    pub grammar: Option<Grammar>,
+    /// Diagnostics in source order (errors, warnings and notes), at most
+    /// [`Limits::max_diagnostics`] of them plus a note counting the rest.
+    pub diagnostics: Vec<Diagnostic>,
+    /// How many errors were found, including any not listed.
+    pub error_count: usize,
+}
+
+impl CheckReport {
+    /// True when no diagnostic is an error.
+    pub fn is_ok(&self) -> bool {
+        self.error_count == 0
+    }
+}
+
+/// Parses and checks GBNF text.
+pub fn check(source: &str, options: &CheckOptions) -> CheckReport {
+    let parsed = parse_with_limits(source, &options.limits.parse);
+    if !parsed.is_ok() {
+        let diagnostics = parsed
+            .errors
+            .iter()
+            .map(|error| error.to_diagnostic())
+            .collect();
+        return finish(None, diagnostics, &options.limits);
+    }
+    let lowered = lower(&parsed.grammar, &options.root, &options.limits);
+    let mut findings = lowered.findings;
+    let llama = model(&parsed.grammar);
+    findings.extend(llama.findings.iter().cloned());
+    if let Some(grammar) = &lowered.grammar {
+        findings.extend(analyse(grammar, &llama));
+    }
+    findings.sort_by_key(|finding| finding.span.start);
+    let diagnostics = findings
+        .iter()
+        .map(|finding| finding.to_diagnostic(options.target))
+        .collect();
+    finish(lowered.grammar, diagnostics, &options.limits)
+}
+
+/// The analyses that need a resolved grammar.
+fn analyse(grammar: &Grammar, llama: &LlamaCppModel) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let references = references(grammar);
+    let root = &grammar.rule(grammar.root).name;
+
+    let mut referenced_by_others = vec![false; grammar.rules.len()];
+    for (rule, referenced) in references.iter().enumerate() {
+        for &target in referenced {
+            if target as usize != rule {
+                referenced_by_others[target as usize] = true;
+            }
+        }
+    }
+    let reachable = reachable_rules(grammar, &references);
+    for id in grammar.rule_ids() {
+        let rule = grammar.rule(id);
+        if id == grammar.root || reachable[id.index()] {
+            continue;
+        }
+        let kind = if referenced_by_others[id.index()] {
+            FindingKind::RuleUnreachable {
+                name: rule.name.clone(),
+                root: root.clone(),
+            }
+        } else {
+            FindingKind::RuleUnused {
+                name: rule.name.clone(),
+            }
+        };
+        findings.push(Finding::new(kind, rule.span));
+    }
+
+    let finishes = productive_rules(grammar, &references, true);
+    let matches_something = productive_rules(grammar, &references, false);
+    for id in grammar.rule_ids() {
+        let rule = grammar.rule(id);
+        if !finishes[id.index()] {
+            findings.push(Finding::new(
+                FindingKind::RuleNeverFinishes {
+                    name: rule.name.clone(),
+                },
+                rule.span,
+            ));
+        } else if !matches_something[id.index()] {
+            findings.push(Finding::new(
+                FindingKind::LanguageEmpty {
+                    name: rule.name.clone(),
+                },
+                rule.span,
+            ));
+        }
+    }
+
+    findings.extend(optional_chains(grammar));
+
+    let nullable = nullable_rules(grammar, &references);
+    let cycles = left_recursive_cycles(grammar, &nullable);
+    let mut names_on_cycles = Vec::new();
+    for cycle in &cycles {
+        let names: Vec<&str> = cycle
+            .rules
+            .iter()
+            .map(|&id| grammar.rule(id).name.as_str())
+            .collect();
+        names_on_cycles.extend(names.iter().map(|name| name.to_string()));
+        let first = grammar.rule(cycle.rules[0]);
+        let detected_by_llama_cpp = llama.cycles.iter().any(|llama_cycle| {
+            llama_cycle
+                .named_rules
+                .iter()
+                .any(|name| names.contains(&name.as_str()))
+        });
+        let mut finding = Finding::new(
+            FindingKind::LeftRecursion {
+                name: first.name.clone(),
+                cycle: names.join(" -> "),
+                detected_by_llama_cpp,
+            },
+            first.span,
+        );
+        for &id in &cycle.rules[1..cycle.rules.len() - 1] {
+            finding = finding.with_related(grammar.rule(id).span, "on the cycle");
+        }
+        findings.push(finding);
+    }
+    for llama_cycle in &llama.cycles {
+        let overlaps = llama_cycle
+            .named_rules
+            .iter()
+            .any(|name| names_on_cycles.contains(name));
+        if !overlaps {
+            findings.push(Finding::new(
+                FindingKind::LlamaLeftRecursion {
+                    cycle: llama_cycle.description.clone(),
+                },
+                llama_cycle.span,
+            ));
+        }
+    }
+    findings
+}
+
+fn finish(
+    grammar: Option<Grammar>,
+    mut diagnostics: Vec<Diagnostic>,
+    limits: &Limits,
+) -> CheckReport {
+    let error_count = diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.severity == Severity::Error)
+        .count();
+    // Errors first when some must be left out.
+    if diagnostics.len() > limits.max_diagnostics {
+        diagnostics.sort_by_key(|diagnostic| {
+            (
+                std::cmp::Reverse(diagnostic.severity),
+                diagnostic.span.start,
+            )
+        });
+    }
+    if diagnostics.len() > limits.max_diagnostics {
+        let hidden = diagnostics.len() - limits.max_diagnostics;
+        diagnostics.truncate(limits.max_diagnostics);
+        diagnostics.push(Diagnostic::new(
+            Severity::Note,
+            "diagnostics-truncated",
+            format!("{hidden} more diagnostics not shown (Limits::max_diagnostics)"),
+            Span::empty_at(0),
+        ));
+    }
+    CheckReport {
+        grammar,
+        diagnostics,
+        error_count,
+    }
+}

@@ -1,0 +1,329 @@
+//! Findings of the grammar checks, as data, and their severity for each target engine.
+
+use grail_syntax::{Diagnostic, Severity, Span};
+
+/// Which engine the grammar must work in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Target {
+    /// Grail's own engine; llama.cpp portability problems are notes.
+    #[default]
+    Grail,
+    /// llama.cpp (current master): the grammar is accepted exactly when llama.cpp's
+    /// parser and `llama_grammar_init` accept it.
+    LlamaCpp,
+}
+
+/// What a check found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FindingKind {
+    /// A reference to a rule that is not defined.
+    #[error("rule `{name}` is not defined")]
+    RuleUndefined {
+        /// The missing name.
+        name: String,
+        /// A defined name close to it.
+        suggestion: Option<String>,
+    },
+    /// The start rule is not defined.
+    #[error("no `{root}` rule: generation starts from `{root}`")]
+    RootMissing {
+        /// The start rule's name.
+        root: String,
+        /// A defined name close to it.
+        suggestion: Option<String>,
+    },
+    /// `{m,n}` with m > n.
+    #[error("repetition `{{{min},{max}}}` has its minimum above its maximum")]
+    RepetitionBoundsReversed {
+        /// The minimum as written.
+        min: u64,
+        /// The maximum as written.
+        max: u64,
+    },
+    /// A repetition count above Grail's limit.
+    #[error("repetition count {count} is above the limit of {limit}")]
+    RepetitionTooLarge {
+        /// The count.
+        count: u64,
+        /// [`crate::Limits::max_repetition_count`].
+        limit: u64,
+    },
+    /// More rules than the limit.
+    #[error("the grammar has {count} rules; the limit is {limit}")]
+    TooManyRules {
+        /// How many.
+        count: usize,
+        /// [`crate::Limits::max_rules`].
+        limit: usize,
+    },
+    /// A rule defined more than once; the last definition is the one that counts.
+    #[error("rule `{name}` is defined more than once; the last definition is used")]
+    RuleDuplicate {
+        /// The rule's name.
+        name: String,
+    },
+    /// A rule nothing refers to.
+    #[error("rule `{name}` is never used")]
+    RuleUnused {
+        /// The rule's name.
+        name: String,
+    },
+    /// A rule that only unreachable rules refer to.
+    #[error("rule `{name}` is not reachable from `{root}`")]
+    RuleUnreachable {
+        /// The rule's name.
+        name: String,
+        /// The start rule's name.
+        root: String,
+    },
+    /// `[]` or `[^]`.
+    #[error("empty character class matches the empty string, not a character")]
+    ClassEmpty {
+        /// True for `[^]`.
+        negated: bool,
+    },
+    /// `[z-a]`.
+    #[error("range `{first}-{last}` is reversed and matches nothing")]
+    RangeReversed {
+        /// The range's first character as written.
+        first: String,
+        /// The range's last character as written.
+        last: String,
+    },
+    /// An escape naming a surrogate or a value past U+10FFFF.
+    #[error("U+{code_point:04X} is not a Unicode character; no text contains it")]
+    CodePointInvalid {
+        /// The value.
+        code_point: u32,
+    },
+    /// A rule that matches no string because some character set it needs is empty.
+    #[error("rule `{name}` matches nothing: every alternative needs a character no text contains")]
+    LanguageEmpty {
+        /// The rule's name.
+        name: String,
+    },
+    /// A rule whose every alternative recurses forever.
+    #[error(
+        "rule `{name}` can never finish: every alternative needs `{name}` (or another rule that never finishes) again"
+    )]
+    RuleNeverFinishes {
+        /// The rule's name.
+        name: String,
+    },
+    /// `x? x? x? ...`.
+    #[error("{count} optional `{item}` in a row")]
+    OptionalChain {
+        /// The repeated item, printed.
+        item: String,
+        /// How many.
+        count: usize,
+    },
+    /// Left recursion: a rule can reach itself without consuming input.
+    #[error("rule `{name}` is left-recursive: {cycle}")]
+    LeftRecursion {
+        /// The rule's name.
+        name: String,
+        /// The cycle, as `a -> b -> a`.
+        cycle: String,
+        /// False when llama.cpp's own check misses this cycle (it then loops forever).
+        detected_by_llama_cpp: bool,
+    },
+    /// A cycle that only llama.cpp's expansion of repetitions has (it takes `(x |)*` for
+    /// left recursion), so llama.cpp refuses the grammar.
+    #[error("llama.cpp refuses this as left recursion: {cycle}")]
+    LlamaLeftRecursion {
+        /// The cycle in llama.cpp's internal rules.
+        cycle: String,
+    },
+    /// A repetition minimum above 2000, which llama.cpp refuses.
+    #[error("llama.cpp refuses repetition minimums above 2000 (this one is {min})")]
+    LlamaRepetitionMinimum {
+        /// The minimum.
+        min: u64,
+    },
+    /// A repetition maximum above 2000, which llama.cpp silently makes unbounded.
+    #[error(
+        "llama.cpp reads `{{{min},{max}}}` as `{{{min},}}`: maximums above 2000 become unbounded"
+    )]
+    LlamaRepetitionMaximum {
+        /// The minimum.
+        min: u64,
+        /// The maximum.
+        max: u64,
+    },
+    /// A repetition that exceeds llama.cpp's rule budget.
+    #[error(
+        "llama.cpp refuses this repetition: {rules} repeated rules times {times} repetitions is over its budget of 2000"
+    )]
+    LlamaRuleBudget {
+        /// How many generated rules the repeated item holds.
+        rules: u64,
+        /// The repetition's bound.
+        times: u64,
+    },
+}
+
+impl FindingKind {
+    /// The stable kebab-case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            FindingKind::RuleUndefined { .. } => "rule-undefined",
+            FindingKind::RootMissing { .. } => "root-missing",
+            FindingKind::RepetitionBoundsReversed { .. } => "repetition-bounds-reversed",
+            FindingKind::RepetitionTooLarge { .. } => "repetition-too-large",
+            FindingKind::TooManyRules { .. } => "too-many-rules",
+            FindingKind::RuleDuplicate { .. } => "rule-duplicate",
+            FindingKind::RuleUnused { .. } => "rule-unused",
+            FindingKind::RuleUnreachable { .. } => "rule-unreachable",
+            FindingKind::ClassEmpty { .. } => "class-empty",
+            FindingKind::RangeReversed { .. } => "range-reversed",
+            FindingKind::CodePointInvalid { .. } => "code-point-invalid",
+            FindingKind::LanguageEmpty { .. } => "language-empty",
+            FindingKind::RuleNeverFinishes { .. } => "rule-never-finishes",
+            FindingKind::OptionalChain { .. } => "optional-chain",
+            FindingKind::LeftRecursion { .. } => "left-recursion",
+            FindingKind::LlamaLeftRecursion { .. } => "llama-left-recursion",
+            FindingKind::LlamaRepetitionMinimum { .. } => "llama-repetition-minimum",
+            FindingKind::LlamaRepetitionMaximum { .. } => "llama-repetition-maximum",
+            FindingKind::LlamaRuleBudget { .. } => "llama-rule-budget",
+        }
+    }
+
+    /// How serious the finding is when checking for `target`.
+    pub fn severity(&self, target: Target) -> Severity {
+        let llama = target == Target::LlamaCpp;
+        match self {
+            FindingKind::RuleUndefined { .. }
+            | FindingKind::RootMissing { .. }
+            | FindingKind::RepetitionBoundsReversed { .. }
+            | FindingKind::RepetitionTooLarge { .. }
+            | FindingKind::TooManyRules { .. } => Severity::Error,
+            FindingKind::RuleDuplicate { .. }
+            | FindingKind::RuleUnused { .. }
+            | FindingKind::RuleUnreachable { .. }
+            | FindingKind::ClassEmpty { .. }
+            | FindingKind::RangeReversed { .. }
+            | FindingKind::CodePointInvalid { .. }
+            | FindingKind::LanguageEmpty { .. }
+            | FindingKind::RuleNeverFinishes { .. }
+            | FindingKind::OptionalChain { .. } => Severity::Warning,
+            FindingKind::LeftRecursion { .. } if llama => Severity::Error,
+            FindingKind::LeftRecursion { .. } => Severity::Warning,
+            FindingKind::LlamaRepetitionMinimum { .. }
+            | FindingKind::LlamaRuleBudget { .. }
+            | FindingKind::LlamaLeftRecursion { .. } => {
+                if llama {
+                    Severity::Error
+                } else {
+                    Severity::Note
+                }
+            }
+            FindingKind::LlamaRepetitionMaximum { .. } => {
+                if llama {
+                    Severity::Warning
+                } else {
+                    Severity::Note
+                }
+            }
+        }
+    }
+
+    /// How to fix it, where there is a known fix.
+    pub fn help(&self) -> Option<String> {
+        Some(match self {
+            FindingKind::RuleUndefined { suggestion: Some(close), .. } => {
+                format!("did you mean `{close}`?")
+            }
+            FindingKind::RuleUndefined { name, .. } => format!("define it: `{name} ::= ...`"),
+            FindingKind::RootMissing { suggestion: Some(close), root } => {
+                format!("did you mean `{close}`? rename it to `{root}`")
+            }
+            FindingKind::RootMissing { root, .. } => format!("add a rule `{root} ::= ...`"),
+            FindingKind::RepetitionBoundsReversed { min, max } => {
+                format!("write `{{{max},{min}}}`")
+            }
+            FindingKind::RepetitionTooLarge { .. } => {
+                "use `*` or `{m,}` for long runs, or raise Limits::max_repetition_count".into()
+            }
+            FindingKind::RuleDuplicate { name } => {
+                format!("remove one definition, or merge them: `{name} ::= first | second`")
+            }
+            FindingKind::RuleUnused { .. } | FindingKind::RuleUnreachable { .. } => {
+                "remove it, or refer to it from the rule that needs it".into()
+            }
+            FindingKind::ClassEmpty { negated: true } => {
+                "`[^]` does not mean \"any character\" in GBNF; write `.` for that".into()
+            }
+            FindingKind::ClassEmpty { negated: false } => {
+                "remove it, or list the characters it should match".into()
+            }
+            FindingKind::RangeReversed { first, last } => format!("write `{last}-{first}`"),
+            FindingKind::OptionalChain { item, count } => format!(
+                "write `{item}{{0,{count}}}`: chains of optional items make llama.cpp's matcher slow"
+            ),
+            FindingKind::LeftRecursion { detected_by_llama_cpp: false, .. } => {
+                "llama.cpp does not detect this cycle and loops forever on it; rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
+            }
+            FindingKind::LeftRecursion { .. } => {
+                "rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
+            }
+            FindingKind::LlamaLeftRecursion { .. } => {
+                "llama.cpp counts a repeated item as possibly empty only when it has an empty alternative; take the empty alternative out of the repeated item: `(x |)*` matches the same as `x*`".into()
+            }
+            FindingKind::LlamaRepetitionMinimum { .. } => {
+                "split the repetition, e.g. `x{3000}` as `x{1500} x{1500}`".into()
+            }
+            FindingKind::LlamaRepetitionMaximum { .. } => {
+                "split the repetition, e.g. `x{0,3000}` as `x{0,1500} x{0,1500}`, or accept the unbounded reading".into()
+            }
+            FindingKind::LlamaRuleBudget { .. } => {
+                "use smaller bounds, or move the inner repetition into its own rule".into()
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// One finding at a span, with related locations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// What was found.
+    pub kind: FindingKind,
+    /// Where.
+    pub span: Span,
+    /// Other locations that explain it.
+    pub related: Vec<(Span, String)>,
+}
+
+impl Finding {
+    /// A finding without related locations.
+    pub fn new(kind: FindingKind, span: Span) -> Finding {
+        Finding {
+            kind,
+            span,
+            related: Vec::new(),
+        }
+    }
+
+    /// Adds a related location.
+    pub fn with_related(mut self, span: Span, message: impl Into<String>) -> Finding {
+        self.related.push((span, message.into()));
+        self
+    }
+
+    /// The finding as a renderable diagnostic, with its severity for `target`.
+    pub fn to_diagnostic(&self, target: Target) -> Diagnostic {
+        let mut diagnostic = Diagnostic::new(
+            self.kind.severity(target),
+            self.kind.code(),
+            self.kind.to_string(),
+            self.span,
+        )
+        .with_help(self.kind.help());
+        for (span, message) in &self.related {
+            diagnostic = diagnostic.with_related(*span, message.clone());
+        }
+        diagnostic
+    }
+}

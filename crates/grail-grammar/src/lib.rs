@@ -1,0 +1,38 @@
+//! The checked grammar IR of Grail, the checks that run on it, and a builder.
+//!
+//! - [`check`] parses GBNF text, lowers it to the IR ([`Grammar`]) and runs every check,
+//!   returning diagnostics as data (errors, warnings, notes) for a [`Target`] engine.
+//! - [`GrammarBuilder`] makes grammars as data for generators (JSON Schema, tool calls)
+//!   and [`print_grammar`] prints them as GBNF that llama.cpp reads identically.
+//!
+//! ```
+//! use grail_grammar::{check, CheckOptions};
+//! let report = check("root ::= greeting\ngreeting ::= \"hi\" | \"hello\"\n", &CheckOptions::default());
+//! assert!(report.is_ok());
+//! let report = check("root ::= numbr\nnumber ::= [0-9]+\n", &CheckOptions::default());
+//! assert_eq!(report.diagnostics[0].code, "rule-undefined");
+//! assert_eq!(report.diagnostics[0].help.as_deref(), Some("did you mean `number`?"));
+//! ```
+
+pub mod analysis;
+pub mod builder;
+pub mod charset;
+pub mod check;
+pub mod finding;
+pub mod graph;
+pub mod ir;
+pub mod limits;
+pub mod lints;
+pub mod llama_cpp;
+pub mod lower;
+pub mod print;
+
+pub use builder::{BuildError, Expr, GrammarBuilder};
+pub use charset::CharSet;
+pub use check::{CheckOptions, CheckReport, check};
+pub use finding::{Finding, FindingKind, Target};
+pub use ir::{
+    Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
+};
+pub use limits::Limits;
+pub use print::{print_grammar, print_symbol};

@@ -1,0 +1,344 @@
+//! Lowering: from the syntax tree to the checked IR, resolving names and decoding classes.
+
+use std::collections::HashMap;
+
+use grail_syntax::Span;
+use grail_syntax::ast::{self, Alternatives, TermKind, TokenRef};
+use grail_syntax::escape::write_literal;
+
+use crate::charset::{CharSet, MAX_CODE_POINT};
+use crate::finding::{Finding, FindingKind};
+use crate::ir::{
+    Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
+};
+use crate::limits::Limits;
+
+/// The result of lowering: the IR when there were no errors, and every finding.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    /// The IR; `None` when an error (undefined rule, missing root, bad repetition) was found.
+    pub grammar: Option<Grammar>,
+    /// Findings from lowering, in source order.
+    pub findings: Vec<Finding>,
+}
+
+/// Lowers a syntax tree whose start rule is `root`.
+pub fn lower(syntax: &ast::Grammar, root: &str, limits: &Limits) -> Lowered {
+    let mut lowering = Lowering {
+        ids: HashMap::new(),
+        findings: Vec::new(),
+        undefined: HashMap::new(),
+        has_errors: false,
+        limits,
+    };
+    let kept = lowering.collect_definitions(syntax);
+    if kept.len() > limits.max_rules {
+        lowering.error(Finding::new(
+            FindingKind::TooManyRules {
+                count: kept.len(),
+                limit: limits.max_rules,
+            },
+            Span::empty_at(0),
+        ));
+        return lowering.finish(None);
+    }
+    let rules: Vec<Rule> = kept
+        .iter()
+        .map(|definition| Rule {
+            name: definition.name.text.clone(),
+            alternatives: lowering.alternatives(&definition.body),
+            span: definition.name.span,
+        })
+        .collect();
+    lowering.report_undefined();
+    let root_id = match lowering.ids.get(root) {
+        Some(&id) => Some(id),
+        None => {
+            let suggestion = closest_name(root, rules.iter().map(|rule| rule.name.as_str()));
+            lowering.error(Finding::new(
+                FindingKind::RootMissing {
+                    root: root.to_string(),
+                    suggestion,
+                },
+                Span::empty_at(0),
+            ));
+            None
+        }
+    };
+    let grammar = root_id
+        .filter(|_| !lowering.has_errors)
+        .map(|root| Grammar { rules, root });
+    lowering.finish(grammar)
+}
+
+/// The defined name closest to `name` by edit distance, if it is close enough to be a typo.
+pub fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    let allowed = (name.chars().count() / 3).max(1);
+    candidates
+        .filter(|candidate| candidate.len().abs_diff(name.len()) <= allowed)
+        .map(|candidate| (strsim::levenshtein(name, candidate), candidate))
+        .filter(|&(distance, _)| distance > 0 && distance <= allowed)
+        .min()
+        .map(|(_, candidate)| candidate.to_string())
+}
+
+struct UndefinedUse {
+    first: Span,
+    uses: usize,
+}
+
+struct Lowering<'a> {
+    ids: HashMap<String, RuleId>,
+    findings: Vec<Finding>,
+    undefined: HashMap<String, UndefinedUse>,
+    has_errors: bool,
+    limits: &'a Limits,
+}
+
+impl Lowering<'_> {
+    /// Picks the kept (last) definition of every name, in source order of the kept
+    /// definitions, and reports duplicates.
+    fn collect_definitions<'s>(&mut self, syntax: &'s ast::Grammar) -> Vec<&'s ast::Rule> {
+        let mut definitions: HashMap<&str, Vec<&ast::Rule>> = HashMap::new();
+        for rule in &syntax.rules {
+            definitions.entry(&rule.name.text).or_default().push(rule);
+        }
+        let mut kept: Vec<&ast::Rule> = definitions
+            .values()
+            .map(|all| *all.last().expect("at least one definition"))
+            .collect();
+        kept.sort_by_key(|rule| rule.span.start);
+        for (index, rule) in kept.iter().enumerate() {
+            self.ids
+                .insert(rule.name.text.clone(), RuleId(index as u32));
+            let all = &definitions[rule.name.text.as_str()];
+            if all.len() > 1 {
+                let mut finding = Finding::new(
+                    FindingKind::RuleDuplicate {
+                        name: rule.name.text.clone(),
+                    },
+                    rule.name.span,
+                );
+                for earlier in &all[..all.len() - 1] {
+                    finding =
+                        finding.with_related(earlier.name.span, "also defined here (ignored)");
+                }
+                self.findings.push(finding);
+            }
+        }
+        kept
+    }
+
+    fn alternatives(&mut self, alternatives: &Alternatives) -> Vec<Sequence> {
+        alternatives
+            .sequences
+            .iter()
+            .map(|sequence| {
+                sequence
+                    .terms
+                    .iter()
+                    .flat_map(|term| self.term(term))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Lowers one term to zero or more symbols (an empty literal lowers to none).
+    fn term(&mut self, term: &ast::Term) -> Vec<Symbol> {
+        let symbol = |kind| Symbol {
+            kind,
+            span: term.span,
+        };
+        match &term.kind {
+            TermKind::Literal(characters) => self.literal(characters, term.span),
+            TermKind::Class(class) => self.class(class, term.span).into_iter().collect(),
+            TermKind::Any => vec![symbol(SymbolKind::Any)],
+            TermKind::RuleRef(name) => match self.ids.get(&name.text) {
+                Some(&id) => vec![symbol(SymbolKind::Rule(id))],
+                None => {
+                    self.has_errors = true;
+                    self.undefined
+                        .entry(name.text.clone())
+                        .and_modify(|undefined| undefined.uses += 1)
+                        .or_insert(UndefinedUse {
+                            first: name.span,
+                            uses: 1,
+                        });
+                    Vec::new()
+                }
+            },
+            TermKind::Group(alternatives) => {
+                vec![symbol(SymbolKind::Group(self.alternatives(alternatives)))]
+            }
+            TermKind::Token(token) => vec![symbol(SymbolKind::Token(Token {
+                negated: token.negated,
+                reference: match &token.token {
+                    TokenRef::Id(id) => TokenReference::Id(*id),
+                    TokenRef::Text(text) => TokenReference::Text(text.clone()),
+                },
+            }))],
+            TermKind::Repeat(inner, quantifier) => {
+                let mut inner_symbols = self.term(inner);
+                let valid = self.check_repetition(quantifier);
+                if !valid {
+                    return Vec::new();
+                }
+                let repeated = if inner_symbols.len() == 1 {
+                    inner_symbols.pop().expect("one symbol")
+                } else {
+                    Symbol {
+                        kind: SymbolKind::Group(vec![inner_symbols]),
+                        span: inner.span,
+                    }
+                };
+                vec![symbol(SymbolKind::Repeat(Box::new(Repetition {
+                    symbol: repeated,
+                    min: quantifier.min as u32,
+                    max: quantifier.max.map(|max| max as u32),
+                })))]
+            }
+        }
+    }
+
+    /// Reports reversed or oversized bounds; returns whether the repetition is usable.
+    fn check_repetition(&mut self, quantifier: &ast::Quantifier) -> bool {
+        if let Some(max) = quantifier.max
+            && max < quantifier.min
+        {
+            self.error(Finding::new(
+                FindingKind::RepetitionBoundsReversed {
+                    min: quantifier.min,
+                    max,
+                },
+                quantifier.span,
+            ));
+            return false;
+        }
+        let largest = quantifier.max.unwrap_or(quantifier.min).max(quantifier.min);
+        if largest > self.limits.max_repetition_count {
+            self.error(Finding::new(
+                FindingKind::RepetitionTooLarge {
+                    count: largest,
+                    limit: self.limits.max_repetition_count,
+                },
+                quantifier.span,
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// A literal becomes one `Literal` symbol; code points no text contains become empty
+    /// character sets (which match nothing), with a warning.
+    fn literal(&mut self, characters: &[u32], span: Span) -> Vec<Symbol> {
+        let mut symbols = Vec::new();
+        let mut text = String::new();
+        for &code_point in characters {
+            match char::from_u32(code_point) {
+                Some(character) => text.push(character),
+                None => {
+                    self.findings.push(Finding::new(
+                        FindingKind::CodePointInvalid { code_point },
+                        span,
+                    ));
+                    if !text.is_empty() {
+                        symbols.push(Symbol {
+                            kind: SymbolKind::Literal(std::mem::take(&mut text)),
+                            span,
+                        });
+                    }
+                    symbols.push(Symbol {
+                        kind: SymbolKind::Chars(CharSet::new([], false)),
+                        span,
+                    });
+                }
+            }
+        }
+        if !text.is_empty() {
+            symbols.push(Symbol {
+                kind: SymbolKind::Literal(text),
+                span,
+            });
+        }
+        symbols
+    }
+
+    fn class(&mut self, class: &ast::CharClass, span: Span) -> Option<Symbol> {
+        if class.items.is_empty() {
+            self.findings.push(Finding::new(
+                FindingKind::ClassEmpty {
+                    negated: class.negated,
+                },
+                span,
+            ));
+            return None;
+        }
+        for item in &class.items {
+            if item.first > item.last {
+                self.findings.push(Finding::new(
+                    FindingKind::RangeReversed {
+                        first: printed_class_character(item.first),
+                        last: printed_class_character(item.last),
+                    },
+                    item.span,
+                ));
+            }
+            for code_point in [item.first, item.last] {
+                let beyond_unicode = code_point > MAX_CODE_POINT;
+                let lone_surrogate = !item.is_range && (0xD800..=0xDFFF).contains(&code_point);
+                if beyond_unicode && !item.is_range || lone_surrogate {
+                    self.findings.push(Finding::new(
+                        FindingKind::CodePointInvalid { code_point },
+                        item.span,
+                    ));
+                    break;
+                }
+            }
+        }
+        let set = CharSet::new(
+            class.items.iter().map(|item| (item.first, item.last)),
+            class.negated,
+        );
+        Some(Symbol {
+            kind: SymbolKind::Chars(set),
+            span,
+        })
+    }
+
+    fn report_undefined(&mut self) {
+        let mut undefined: Vec<(String, UndefinedUse)> = self.undefined.drain().collect();
+        undefined.sort_by_key(|(_, undefined)| undefined.first.start);
+        for (name, uses) in undefined {
+            let suggestion = closest_name(&name, self.ids.keys().map(String::as_str));
+            let mut finding =
+                Finding::new(FindingKind::RuleUndefined { name, suggestion }, uses.first);
+            if uses.uses > 1 {
+                finding = finding.with_related(
+                    uses.first,
+                    format!("used {} times; this is the first", uses.uses),
+                );
+            }
+            self.findings.push(finding);
+        }
+    }
+
+    fn error(&mut self, finding: Finding) {
+        self.has_errors = true;
+        self.findings.push(finding);
+    }
+
+    fn finish(mut self, grammar: Option<Grammar>) -> Lowered {
+        self.findings.sort_by_key(|finding| finding.span.start);
+        Lowered {
+            grammar,
+            findings: self.findings,
+        }
+    }
+}
+
+/// A code point as it would be written inside a literal, without the quotes.
+fn printed_class_character(code_point: u32) -> String {
+    let mut out = String::new();
+    write_literal(&mut out, &[code_point]);
+    out[1..out.len() - 1].to_string()
+}
