@@ -96,7 +96,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     format!(", {counts}")
                 };
-                eprintln!("{}: ok ({rules} rules{details})", input.name);
+                let noun = if rules == 1 { "rule" } else { "rules" };
+                eprintln!("{}: ok ({rules} {noun}{details})", input.name);
             } else {
                 eprintln!("{}: invalid grammar: {counts}", input.name);
             }

@@ -232,10 +232,11 @@ impl Formatter<'_> {
 
     /// Appends the end-of-line comments that start before `limit` to the current line.
     fn trailing_comments(&mut self, limit: u32) {
-        while let Some(comment) = self.peek_comment(limit) {
-            if self.is_own_line(comment) {
+        while let Some(&comment) = self.comments.get(self.next_comment) {
+            if comment.start >= limit || self.is_own_line(comment) {
                 return;
             }
+            self.next_comment += 1;
             self.trim_trailing_spaces();
             self.out.push(' ');
             self.push_comment_text(comment);

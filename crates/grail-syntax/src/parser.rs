@@ -102,8 +102,10 @@ pub fn parse_with_limits(source: &str, limits: &ParseLimits) -> Parsed {
         errors,
         depth: 0,
         limits: *limits,
+        multiline_literal: None,
     };
     let rules = parser.parse_rules();
+    parser.errors.sort_by_key(|error| error.span.start);
     Parsed {
         grammar: Grammar {
             rules,
@@ -141,6 +143,8 @@ struct Parser<'a> {
     errors: Vec<ParseError>,
     depth: u32,
     limits: ParseLimits,
+    /// Opening quote of the first literal of the current rule that holds a line break.
+    multiline_literal: Option<usize>,
 }
 
 impl<'a> Parser<'a> {
@@ -149,9 +153,18 @@ impl<'a> Parser<'a> {
         self.skip_space(true);
         while !self.at_end() {
             let rule_start = self.position;
+            self.multiline_literal = None;
             match self.parse_rule() {
                 Ok(rule) => rules.push(rule),
-                Err(error) => {
+                Err(mut error) => {
+                    if let Some(open) = self.multiline_literal
+                        && error.related.is_none()
+                    {
+                        error.related = Some((
+                            Span::new(open, open + 1),
+                            "this string runs over a line break: is its closing `\"` missing?",
+                        ));
+                    }
                     self.errors.push(error);
                     if self.errors.len() >= self.limits.max_errors {
                         break;
@@ -415,6 +428,12 @@ impl<'a> Parser<'a> {
             }
             if self.peek() == b'"' {
                 self.position += 1;
+                if self.multiline_literal.is_none()
+                    && characters.contains(&u32::from('\n'))
+                    && self.source[open..self.position].contains('\n')
+                {
+                    self.multiline_literal = Some(open);
+                }
                 return Ok(characters);
             }
             characters.push(self.parse_character(open, SyntaxError::LiteralUnterminated)?);
