@@ -10,16 +10,30 @@ use crate::ir::{Grammar, Sequence, Symbol, SymbolKind, TokenReference};
 
 /// Prints the grammar as GBNF that llama.cpp and Grail read back to the same IR.
 ///
-/// Empty alternatives are printed first (`x ::= | "a"`): a trailing `|` at the end of a
-/// line would continue the rule onto the next line.
+/// Empty alternatives are printed first (`x ::= | "a"`), and a rule whose alternatives
+/// are all empty ends in `""`: a line ending in `::=` or `|` would continue the rule onto
+/// the next line.
 pub fn print_grammar(grammar: &Grammar) -> String {
     let rules: Vec<ast::Rule> = grammar
         .rules
         .iter()
-        .map(|rule| ast::Rule {
-            name: name(&rule.name),
-            body: alternatives(grammar, &rule.alternatives),
-            span: Span::default(),
+        .map(|rule| {
+            let mut body = alternatives(grammar, &rule.alternatives);
+            // A rule ending in an empty alternative would continue onto the next line
+            // (after `::=` or `|`, a line break does not end a rule): spell it `""`.
+            if let Some(last) = body.sequences.last_mut()
+                && last.terms.is_empty()
+            {
+                last.terms.push(Term {
+                    kind: TermKind::Literal(Vec::new()),
+                    span: Span::default(),
+                });
+            }
+            ast::Rule {
+                name: name(&rule.name),
+                body,
+                span: Span::default(),
+            }
         })
         .collect();
     print_rules(&rules)

@@ -172,6 +172,8 @@ impl Formatter<'_> {
     /// Each alternative on its own line at `indent`, all but the last ending with ` |`.
     fn alternatives_on_lines(&mut self, alternatives: &Alternatives, indent: usize) {
         let count = alternatives.sequences.len();
+        // Comments after `::=` or `(` on the same line stay there.
+        self.trailing_comments(alternatives.sequences[0].span.start);
         for (index, sequence) in alternatives.sequences.iter().enumerate() {
             self.newline(indent);
             self.sequence(sequence, indent);
@@ -217,10 +219,11 @@ impl Formatter<'_> {
     fn comments_before(&mut self, limit: u32, indent: usize) -> bool {
         let mut wrote = false;
         while let Some(comment) = self.peek_comment(limit) {
-            if self.is_own_line(comment) {
+            self.trim_trailing_spaces();
+            let line_is_blank = self.out.is_empty() || self.out.ends_with('\n');
+            if self.is_own_line(comment) || line_is_blank {
                 self.newline(indent);
             } else {
-                self.trim_trailing_spaces();
                 self.out.push(' ');
             }
             self.push_comment_text(comment);
@@ -266,8 +269,8 @@ impl Formatter<'_> {
         before
             .iter()
             .rev()
-            .take_while(|&&byte| byte != b'\n')
-            .all(|&byte| byte == b' ' || byte == b'\t' || byte == b'\r')
+            .take_while(|&&byte| byte != b'\n' && byte != b'\r')
+            .all(|&byte| byte == b' ' || byte == b'\t')
     }
 
     fn push_comment_line(&mut self, comment: Span) {

@@ -26,7 +26,7 @@ pub struct ParseLimits {
     /// Largest accepted source, in bytes. Default: 16 MiB.
     pub max_source_bytes: usize,
     /// Deepest nesting of parentheses, and the most quantifiers stacked on one item
-    /// (`"a"**...`). Default: 1000.
+    /// (`"a"**...`). Default: 256.
     pub max_nesting_depth: u32,
     /// Parsing stops after this many errors. Default: 100.
     pub max_errors: usize,
@@ -36,7 +36,7 @@ impl Default for ParseLimits {
     fn default() -> ParseLimits {
         ParseLimits {
             max_source_bytes: 16 * 1024 * 1024,
-            max_nesting_depth: 1000,
+            max_nesting_depth: 256,
             max_errors: 100,
         }
     }
