@@ -1,7 +1,10 @@
 //! Property tests: no input makes checking panic; printing the IR and reading it back gives
 //! the same IR; formatting is idempotent and keeps the grammar and its comments.
 
-use grail_grammar::{CheckOptions, CharSet, Expr, Grammar, GrammarBuilder, RuleId, Symbol, SymbolKind, check, print_grammar};
+use grail_grammar::{
+    CharSet, CheckOptions, Expr, Grammar, GrammarBuilder, RuleId, Symbol, SymbolKind, check,
+    print_grammar,
+};
 use grail_syntax::{Span, format, parse, print_rules};
 use proptest::prelude::*;
 
@@ -30,10 +33,26 @@ fn check_and_format(source: &str) {
     }
     let formatted = format(source, &parsed.grammar);
     let reparsed = parse(&formatted);
-    assert!(reparsed.is_ok(), "formatted output does not parse: {:?}\n--- source\n{source}\n--- formatted\n{formatted}", reparsed.errors);
-    assert_eq!(print_rules(&parsed.grammar.rules), print_rules(&reparsed.grammar.rules), "\n--- source\n{source}\n--- formatted\n{formatted}");
-    assert_eq!(parsed.grammar.comments.len(), reparsed.grammar.comments.len(), "\n--- source\n{source}\n--- formatted\n{formatted}");
-    assert_eq!(format(&formatted, &reparsed.grammar), formatted, "not idempotent\n--- source\n{source}");
+    assert!(
+        reparsed.is_ok(),
+        "formatted output does not parse: {:?}\n--- source\n{source}\n--- formatted\n{formatted}",
+        reparsed.errors
+    );
+    assert_eq!(
+        print_rules(&parsed.grammar.rules),
+        print_rules(&reparsed.grammar.rules),
+        "\n--- source\n{source}\n--- formatted\n{formatted}"
+    );
+    assert_eq!(
+        parsed.grammar.comments.len(),
+        reparsed.grammar.comments.len(),
+        "\n--- source\n{source}\n--- formatted\n{formatted}"
+    );
+    assert_eq!(
+        format(&formatted, &reparsed.grammar),
+        formatted,
+        "not idempotent\n--- source\n{source}"
+    );
 }
 
 #[derive(Debug, Clone)]
@@ -46,7 +65,8 @@ enum Mutation {
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         (any::<usize>(), 1..8usize).prop_map(|(at, length)| Mutation::Delete(at, length)),
-        (any::<usize>(), proptest::sample::select(ALPHABET)).prop_map(|(at, character)| Mutation::Insert(at, character)),
+        (any::<usize>(), proptest::sample::select(ALPHABET))
+            .prop_map(|(at, character)| Mutation::Insert(at, character)),
         (any::<usize>(), 1..40usize).prop_map(|(at, length)| Mutation::Duplicate(at, length)),
     ]
 }
@@ -61,7 +81,9 @@ fn apply(source: &str, mutations: &[Mutation]) -> String {
                 let end = (start + count).min(characters.len());
                 characters.drain(start.min(end)..end);
             }
-            Mutation::Insert(at, character) => characters.insert(at % (characters.len() + 1), character),
+            Mutation::Insert(at, character) => {
+                characters.insert(at % (characters.len() + 1), character)
+            }
             Mutation::Duplicate(at, count) => {
                 let start = at % length;
                 let end = (start + count).min(characters.len());
@@ -140,13 +162,34 @@ enum ExprSpec {
 
 fn expr_spec() -> impl Strategy<Value = ExprSpec> {
     let literal_character = prop_oneof![
-        proptest::sample::select(vec!['a', 'b', '"', '\\', '\n', '\t', '-', ']', '[', '^', '#', ' ', 'é', '日', '\u{1F600}', '\u{7F}', '\u{0}']),
+        proptest::sample::select(vec![
+            'a',
+            'b',
+            '"',
+            '\\',
+            '\n',
+            '\t',
+            '-',
+            ']',
+            '[',
+            '^',
+            '#',
+            ' ',
+            'é',
+            '日',
+            '\u{1F600}',
+            '\u{7F}',
+            '\u{0}'
+        ]),
         any::<char>(),
     ];
-    let range = (0u32..0x110000, 0u32..300).prop_map(|(first, width)| (first, (first + width).min(0x10FFFF)));
+    let range = (0u32..0x110000, 0u32..300)
+        .prop_map(|(first, width)| (first, (first + width).min(0x10FFFF)));
     let leaf = prop_oneof![
-        proptest::collection::vec(literal_character, 1..5).prop_map(|characters| ExprSpec::Literal(characters.into_iter().collect())),
-        (proptest::collection::vec(range, 1..4), any::<bool>()).prop_map(|(ranges, negated)| ExprSpec::Chars(ranges, negated)),
+        proptest::collection::vec(literal_character, 1..5)
+            .prop_map(|characters| ExprSpec::Literal(characters.into_iter().collect())),
+        (proptest::collection::vec(range, 1..4), any::<bool>())
+            .prop_map(|(ranges, negated)| ExprSpec::Chars(ranges, negated)),
         Just(ExprSpec::Any),
         (0usize..4).prop_map(ExprSpec::Rule),
         (0u32..100).prop_map(ExprSpec::Token),
@@ -183,7 +226,9 @@ fn build(spec: &GrammarSpec) -> Grammar {
 fn to_expr(spec: &ExprSpec, ids: &[RuleId]) -> Expr {
     match spec {
         ExprSpec::Literal(text) => Expr::literal(text.clone()),
-        ExprSpec::Chars(ranges, negated) => Expr::Chars(CharSet::new(ranges.iter().copied(), *negated)),
+        ExprSpec::Chars(ranges, negated) => {
+            Expr::Chars(CharSet::new(ranges.iter().copied(), *negated))
+        }
         ExprSpec::Any => Expr::Any,
         ExprSpec::Rule(index) => Expr::Rule(ids[index % ids.len()]),
         ExprSpec::Token(id) => Expr::token_id(*id),

@@ -1,14 +1,18 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Grail: grammar-constrained generation. This facade re-exports the stable API.
+//!
+//! ```
+//! let report = grail::check("root ::= \"yes\" | \"no\"\n", &grail::CheckOptions::default());
+//! assert!(report.is_ok());
+//! ```
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub use grail_grammar::{
+    BuildError, CharSet, CheckOptions, CheckReport, Expr, Grammar, GrammarBuilder, Limits, Target,
+    check, print_grammar,
+};
+pub use grail_syntax::{Diagnostic, ParseLimits, Severity, Span, format, parse};
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+/// The GBNF front end: parser, syntax tree, formatter.
+pub use grail_syntax as syntax;
+
+/// The checked grammar IR, analyses and builder.
+pub use grail_grammar as grammar;
