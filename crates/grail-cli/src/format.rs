@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
-use grail_syntax::{format, parse, print_rules, source_from_bytes};
+use grail_syntax::{FormatError, format_verified, source_from_bytes};
 
 use crate::input::read_source;
 use crate::render::{render_human, stderr_wants_color};
@@ -50,23 +50,24 @@ pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let parsed = parse(source);
-        if !parsed.is_ok() {
-            let diagnostics: Vec<_> = parsed
-                .errors
-                .iter()
-                .map(|error| error.to_diagnostic())
-                .collect();
-            eprint!(
-                "{}",
-                render_human(&input.name, source, &diagnostics, stderr_wants_color())
-            );
-            eprintln!("{}: not formatted: the grammar does not parse", input.name);
-            failed = true;
-            continue;
-        }
-        let formatted = format(source, &parsed.grammar);
-        ensure_same_grammar(&input.name, source, &formatted)?;
+        let formatted = match format_verified(source) {
+            Ok(formatted) => formatted,
+            Err(FormatError::Syntax(errors)) => {
+                let diagnostics: Vec<_> =
+                    errors.iter().map(|error| error.to_diagnostic()).collect();
+                eprint!(
+                    "{}",
+                    render_human(&input.name, source, &diagnostics, stderr_wants_color())
+                );
+                eprintln!("{}: not formatted: the grammar does not parse", input.name);
+                failed = true;
+                continue;
+            }
+            Err(error) => bail!(
+                "internal error formatting `{}`: {error}; the file was left as it is (please report this grammar)",
+                input.name
+            ),
+        };
         if args.check {
             if formatted != source {
                 eprintln!("{}: not formatted", input.name);
@@ -86,19 +87,4 @@ pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Refuses to emit output that would change the grammar or drop a comment.
-fn ensure_same_grammar(name: &str, source: &str, formatted: &str) -> anyhow::Result<()> {
-    let before = parse(source);
-    let after = parse(formatted);
-    let same = after.is_ok()
-        && print_rules(&before.grammar.rules) == print_rules(&after.grammar.rules)
-        && before.grammar.comments.len() == after.grammar.comments.len();
-    if !same {
-        bail!(
-            "internal error: formatting `{name}` would change its meaning; the file was left as it is (please report this grammar)"
-        );
-    }
-    Ok(())
 }

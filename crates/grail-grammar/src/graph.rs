@@ -85,11 +85,11 @@ pub fn cycle_through(edges: &[Vec<u32>], members: &[u32], start: u32) -> Vec<u32
                 path.push(start);
                 return path;
             }
-            if let std::collections::hash_map::Entry::Vacant(entry) = parent.entry(next) {
-                if next != start {
-                    entry.insert(node);
-                    queue.push_back(next);
-                }
+            if next != start
+                && let std::collections::hash_map::Entry::Vacant(entry) = parent.entry(next)
+            {
+                entry.insert(node);
+                queue.push_back(next);
             }
         }
     }

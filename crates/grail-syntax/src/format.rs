@@ -14,7 +14,9 @@
 use crate::ast::{
     Alternatives, Grammar, Quantifier, QuantifierStyle, Rule, Sequence, Term, TermKind, TokenRef,
 };
+use crate::error::ParseError;
 use crate::escape::{write_class, write_literal};
+use crate::parser::parse;
 use crate::span::Span;
 
 /// Lines longer than this break their top-level alternatives over several lines.
@@ -33,6 +35,37 @@ pub fn format(source: &str, grammar: &Grammar) -> String {
     };
     formatter.grammar(&grammar.rules);
     formatter.out
+}
+
+/// Why [`format_verified`] produced no output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The source does not parse; nothing was formatted.
+    #[error("the grammar does not parse")]
+    Syntax(Vec<ParseError>),
+    /// The formatted text would not parse to the same rules and comments (a formatter bug).
+    #[error("formatting would change the grammar or drop a comment")]
+    WouldChangeGrammar,
+}
+
+/// Parses and formats `source`, then verifies that the output parses to the same rules
+/// with the same number of comments. Tools that write files use this.
+pub fn format_verified(source: &str) -> Result<String, FormatError> {
+    let before = parse(source);
+    if !before.is_ok() {
+        return Err(FormatError::Syntax(before.errors));
+    }
+    let formatted = format(source, &before.grammar);
+    let after = parse(&formatted);
+    let same = after.is_ok()
+        && print_rules(&before.grammar.rules) == print_rules(&after.grammar.rules)
+        && before.grammar.comments.len() == after.grammar.comments.len();
+    if same {
+        Ok(formatted)
+    } else {
+        Err(FormatError::WouldChangeGrammar)
+    }
 }
 
 /// Prints rules canonically, without comments (for grammars built as data).

@@ -22,6 +22,6 @@ pub mod span;
 pub use ast::Grammar;
 pub use diagnostic::{Diagnostic, Label, Severity};
 pub use error::{ParseError, SyntaxError};
-pub use format::{format, print_rules};
+pub use format::{FormatError, format, format_verified, print_rules};
 pub use parser::{ParseLimits, Parsed, parse, parse_with_limits, source_from_bytes};
 pub use span::{LineColumn, LineIndex, Span};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use grail_syntax::{format, parse, print_rules};
+use grail_syntax::format_verified;
 
 fn repository_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -27,31 +27,9 @@ fn gbnf_files(directory: &Path) -> Vec<PathBuf> {
 
 /// Formats `source`, asserting the output keeps the grammar and comments and is a fixed point.
 fn format_checked(name: &str, source: &str) -> String {
-    let parsed = parse(source);
-    assert!(
-        parsed.is_ok(),
-        "{name}: does not parse: {:?}",
-        parsed.errors
-    );
-    let formatted = format(source, &parsed.grammar);
-    let reparsed = parse(&formatted);
-    assert!(
-        reparsed.is_ok(),
-        "{name}: formatted output does not parse: {:?}\n{formatted}",
-        reparsed.errors
-    );
+    let formatted = format_verified(source).unwrap_or_else(|error| panic!("{name}: {error:?}"));
     assert_eq!(
-        print_rules(&parsed.grammar.rules),
-        print_rules(&reparsed.grammar.rules),
-        "{name}: formatting changed the grammar"
-    );
-    assert_eq!(
-        parsed.grammar.comments.len(),
-        reparsed.grammar.comments.len(),
-        "{name}: formatting lost comments\n{formatted}"
-    );
-    assert_eq!(
-        format(&formatted, &reparsed.grammar),
+        format_verified(&formatted).unwrap(),
         formatted,
         "{name}: formatting is not idempotent"
     );
