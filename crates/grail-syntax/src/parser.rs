@@ -216,7 +216,7 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_rule(&mut self) -> ParseResult<Rule> {
-        let name = self.parse_name(true)?;
+        let name = self.parse_name()?;
         self.skip_space(false);
         if !self.bytes[self.position..].starts_with(b"::=") {
             return Err(self.error_here(SyntaxError::DefinitionExpected));
@@ -256,8 +256,9 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// Parses a rule name. `at_rule_head` selects the error for a missing name.
-    fn parse_name(&mut self, at_rule_head: bool) -> ParseResult<Name> {
+    /// Parses a rule name, reporting `_` in it and a missing name (only possible at a rule
+    /// head: in a sequence, callers check for a name byte or `_` first).
+    fn parse_name(&mut self) -> ParseResult<Name> {
         let start = self.position;
         while is_name_byte(self.peek()) {
             self.position += 1;
@@ -276,7 +277,6 @@ impl<'a> Parser<'a> {
             });
         }
         if self.position == start {
-            debug_assert!(at_rule_head, "callers check for a name byte first");
             let found = self.describe_here();
             return Err(self.error_here(SyntaxError::RuleNameExpected { found }));
         }
@@ -368,7 +368,7 @@ impl<'a> Parser<'a> {
                 }
                 _ if is_name_byte(byte) || byte == b'_' => {
                     last_is_repeatable = true;
-                    TermKind::RuleRef(self.parse_name(false)?)
+                    TermKind::RuleRef(self.parse_name()?)
                 }
                 _ => break,
             };
