@@ -1,0 +1,400 @@
+//! Compiling the grammar IR into the matcher's form: one flat graph of nodes.
+//!
+//! Every rule becomes a small automaton inside one node array. Consuming nodes (a code
+//! point, a class, any character, a token) and calls point at the node that follows;
+//! `Split` fans out to alternatives and loop exits; each rule ends in its `Return` node.
+//! Sequences are compiled back to front, so a node's successor always exists before it.
+//! After building, nodes that can never reach their rule's end (empty classes, calls to
+//! rules with no finite derivation) are marked unproductive and the matcher never enters
+//! them: every item it holds can be completed, so "some item is alive" means "viable".
+
+use std::sync::Arc;
+
+use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
+
+
+use crate::error::CompileError;
+use crate::limits::EngineLimits;
+use crate::ranges::ScalarSet;
+
+/// Index of a node in the compiled graph.
+pub(crate) type NodeId = u32;
+
+/// One node of the compiled graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Node {
+    /// Consumes exactly this code point.
+    Char { code_point: u32, next: NodeId },
+    /// Consumes a code point of the class `set` (an index into the class table).
+    Class { set: u32, next: NodeId },
+    /// Consumes any scalar value.
+    Any { next: NodeId },
+    /// Consumes one whole token whose id is (or, negated, is not) in the token set.
+    Token { set: u32, next: NodeId },
+    /// Calls `rule`; when it returns, continues at `next`.
+    Call { rule: u32, next: NodeId },
+    /// Continues at every node in `split_targets[first..first + count]`.
+    Split { first: u32, count: u32 },
+    /// The end of the rule being matched.
+    Return,
+}
+
+/// A token element: the ids it names and whether it is negated (`!<[id]>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenSet {
+    /// Sorted, deduplicated ids.
+    pub ids: Vec<u32>,
+    /// True for `!<...>`: any token except these.
+    pub negated: bool,
+}
+
+impl TokenSet {
+    /// True when the element matches the token `id`.
+    pub fn matches(&self, id: u32) -> bool {
+        self.ids.binary_search(&id).is_ok() != self.negated
+    }
+}
+
+/// A compiled rule: its name and where its automaton starts.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledRule {
+    pub(crate) name: String,
+    pub(crate) start: NodeId,
+}
+
+/// Options for [`CompiledGrammar::compile`].
+#[derive(Default)]
+pub struct CompileOptions<'a> {
+    /// Size limits.
+    pub limits: EngineLimits,
+    /// Resolves a token written by text (`<think>`) to its id; without a vocabulary,
+    /// such tokens are a compile error.
+    pub resolve_token_text: Option<&'a dyn Fn(&str) -> Option<u32>>,
+}
+
+/// A grammar compiled for matching: immutable, cheap to clone (shared), `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct CompiledGrammar {
+    pub(crate) inner: Arc<GrammarGraph>,
+}
+
+/// The shared, immutable data of a [`CompiledGrammar`].
+#[derive(Debug)]
+pub(crate) struct GrammarGraph {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) split_targets: Vec<NodeId>,
+    pub(crate) classes: Vec<ScalarSet>,
+    /// For each class, the written form (negation kept), for next-character rules.
+    pub(crate) class_negated: Vec<bool>,
+    /// For each class, the written ranges as scalars (before negation).
+    pub(crate) class_listed: Vec<ScalarSet>,
+    pub(crate) token_sets: Vec<TokenSet>,
+    pub(crate) rules: Vec<CompiledRule>,
+    pub(crate) root: u32,
+    /// `productive[node]`: the node can reach its rule's `Return`.
+    pub(crate) productive: Vec<bool>,
+    pub(crate) limits: EngineLimits,
+}
+
+impl CompiledGrammar {
+    /// Compiles a checked grammar IR.
+    pub fn compile(
+        grammar: &Grammar,
+        options: &CompileOptions<'_>,
+    ) -> Result<CompiledGrammar, CompileError> {
+        let mut builder = GraphBuilder {
+            options,
+            nodes: Vec::new(),
+            split_targets: Vec::new(),
+            classes: Vec::new(),
+            class_negated: Vec::new(),
+            class_listed: Vec::new(),
+            token_sets: Vec::new(),
+        };
+        let mut rules = Vec::with_capacity(grammar.rules.len());
+        for rule in &grammar.rules {
+            let end = builder.push(Node::Return)?;
+            let start = builder.alternatives(&rule.alternatives, end)?;
+            rules.push(CompiledRule {
+                name: rule.name.clone(),
+                start,
+            });
+        }
+        let productive = productive_nodes(&builder.nodes, &builder.split_targets, &rules, &builder.classes);
+        Ok(CompiledGrammar {
+            inner: Arc::new(GrammarGraph {
+                nodes: builder.nodes,
+                split_targets: builder.split_targets,
+                classes: builder.classes,
+                class_negated: builder.class_negated,
+                class_listed: builder.class_listed,
+                token_sets: builder.token_sets,
+                rules,
+                root: grammar.root.0,
+                productive,
+                limits: options.limits,
+            }),
+        })
+    }
+
+    /// Parses, checks and compiles GBNF text with default options, rooted at `root`.
+    /// Errors carry the rendered-free diagnostics of the check.
+    pub fn from_gbnf(source: &str) -> Result<CompiledGrammar, CompileError> {
+        let report = grail_grammar::check(source, &grail_grammar::CheckOptions::default());
+        match report.grammar {
+            Some(grammar) if report.is_ok() => {
+                CompiledGrammar::compile(&grammar, &CompileOptions::default())
+            }
+            _ => Err(CompileError::Invalid {
+                diagnostics: report
+                    .diagnostics
+                    .into_iter()
+                    .filter(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
+                    .collect(),
+            }),
+        }
+    }
+
+    /// How many nodes the compiled graph has (a size measure).
+    pub fn node_count(&self) -> usize {
+        self.inner.nodes.len()
+    }
+
+    /// The name of the start rule.
+    pub fn root_name(&self) -> &str {
+        &self.inner.rules[self.inner.root as usize].name
+    }
+
+    /// True when the grammar matches at least one string.
+    pub fn has_matches(&self) -> bool {
+        let graph = &self.inner;
+        graph.productive[graph.rules[graph.root as usize].start as usize]
+    }
+}
+
+impl GrammarGraph {
+    pub(crate) fn targets(&self, first: u32, count: u32) -> &[NodeId] {
+        &self.split_targets[first as usize..(first + count) as usize]
+    }
+
+    pub(crate) fn is_productive(&self, node: NodeId) -> bool {
+        self.productive[node as usize]
+    }
+}
+
+struct GraphBuilder<'a, 'o> {
+    options: &'a CompileOptions<'o>,
+    nodes: Vec<Node>,
+    split_targets: Vec<NodeId>,
+    classes: Vec<ScalarSet>,
+    class_negated: Vec<bool>,
+    class_listed: Vec<ScalarSet>,
+    token_sets: Vec<TokenSet>,
+}
+
+impl GraphBuilder<'_, '_> {
+    fn push(&mut self, node: Node) -> Result<NodeId, CompileError> {
+        if self.nodes.len() >= self.options.limits.max_nodes {
+            return Err(CompileError::TooLarge {
+                limit: self.options.limits.max_nodes,
+            });
+        }
+        self.nodes.push(node);
+        Ok((self.nodes.len() - 1) as NodeId)
+    }
+
+    fn split(&mut self, targets: &[NodeId]) -> Result<NodeId, CompileError> {
+        if let [only] = targets {
+            return Ok(*only);
+        }
+        let first = self.split_targets.len() as u32;
+        self.split_targets.extend_from_slice(targets);
+        self.push(Node::Split {
+            first,
+            count: targets.len() as u32,
+        })
+    }
+
+    fn alternatives(
+        &mut self,
+        alternatives: &[grail_grammar::Sequence],
+        next: NodeId,
+    ) -> Result<NodeId, CompileError> {
+        let mut starts = Vec::with_capacity(alternatives.len());
+        for sequence in alternatives {
+            let start = self.sequence(sequence, next)?;
+            if !starts.contains(&start) {
+                starts.push(start);
+            }
+        }
+        if starts.is_empty() {
+            // A rule with no alternatives cannot be written in GBNF; the builder may make
+            // one, and it matches nothing.
+            return self.split(&[]);
+        }
+        self.split(&starts)
+    }
+
+    fn sequence(
+        &mut self,
+        symbols: &[grail_grammar::Symbol],
+        next: NodeId,
+    ) -> Result<NodeId, CompileError> {
+        let mut start = next;
+        for symbol in symbols.iter().rev() {
+            start = self.symbol(symbol, start)?;
+        }
+        Ok(start)
+    }
+
+    fn symbol(&mut self, symbol: &grail_grammar::Symbol, next: NodeId) -> Result<NodeId, CompileError> {
+        match &symbol.kind {
+            SymbolKind::Literal(text) => {
+                let mut start = next;
+                for character in text.chars().rev() {
+                    start = self.push(Node::Char {
+                        code_point: u32::from(character),
+                        next: start,
+                    })?;
+                }
+                Ok(start)
+            }
+            SymbolKind::Chars(set) => {
+                let scalars = ScalarSet::from_char_set(set);
+                if !set.is_negated() && scalars.len() == 1 {
+                    let code_point = scalars.ranges()[0].0;
+                    return self.push(Node::Char { code_point, next });
+                }
+                let index = self.classes.len() as u32;
+                self.classes.push(scalars);
+                self.class_negated.push(set.is_negated());
+                self.class_listed
+                    .push(ScalarSet::from_ranges(set.ranges().iter().copied()));
+                self.push(Node::Class { set: index, next })
+            }
+            SymbolKind::Any => self.push(Node::Any { next }),
+            SymbolKind::Rule(RuleId(rule)) => self.push(Node::Call { rule: *rule, next }),
+            SymbolKind::Group(alternatives) => self.alternatives(alternatives, next),
+            SymbolKind::Token(token) => {
+                let id = match &token.reference {
+                    TokenReference::Id(id) => *id,
+                    TokenReference::Text(text) => self
+                        .options
+                        .resolve_token_text
+                        .and_then(|resolve| resolve(text))
+                        .ok_or_else(|| CompileError::TokenUnresolved {
+                            text: text.clone(),
+                            span: symbol.span,
+                        })?,
+                };
+                let index = self.token_sets.len() as u32;
+                self.token_sets.push(TokenSet {
+                    ids: vec![id],
+                    negated: token.negated,
+                });
+                self.push(Node::Token { set: index, next })
+            }
+            SymbolKind::Repeat(repetition) => {
+                let mut start = match repetition.max {
+                    Some(max) => {
+                        let mut start = next;
+                        for _ in repetition.min..max {
+                            let body = self.symbol(&repetition.symbol, start)?;
+                            start = self.split(&[body, next])?;
+                        }
+                        start
+                    }
+                    None => {
+                        // A loop: the split is made first so the body can point back at it.
+                        let first = self.split_targets.len() as u32;
+                        self.split_targets.extend_from_slice(&[0, next]);
+                        let loop_head = self.push(Node::Split { first, count: 2 })?;
+                        let body = self.symbol(&repetition.symbol, loop_head)?;
+                        self.split_targets[first as usize] = body;
+                        loop_head
+                    }
+                };
+                for _ in 0..repetition.min {
+                    start = self.symbol(&repetition.symbol, start)?;
+                }
+                Ok(start)
+            }
+        }
+    }
+}
+
+/// Which nodes can reach their rule's `Return`, consuming only what can be consumed.
+/// A worklist over reverse dependencies, linear in the graph size: a `Call` needs both
+/// its rule's start and its successor, every other node needs any one successor.
+fn productive_nodes(
+    nodes: &[Node],
+    split_targets: &[NodeId],
+    rules: &[CompiledRule],
+    classes: &[ScalarSet],
+) -> Vec<bool> {
+    let count = nodes.len();
+    // Reverse edges in compressed form: for each node, who waits on it.
+    let mut waiting_count = vec![0u32; count + 1];
+    let each_dependency = |visit: &mut dyn FnMut(usize, usize)| {
+        for (index, node) in nodes.iter().enumerate() {
+            match *node {
+                Node::Char { next, .. } | Node::Any { next } | Node::Token { next, .. } => {
+                    visit(next as usize, index)
+                }
+                Node::Class { set, next } => {
+                    if !classes[set as usize].is_empty() {
+                        visit(next as usize, index)
+                    }
+                }
+                Node::Call { rule, next } => {
+                    visit(rules[rule as usize].start as usize, index);
+                    visit(next as usize, index);
+                }
+                Node::Split { first, count } => {
+                    for &target in &split_targets[first as usize..(first + count) as usize] {
+                        visit(target as usize, index);
+                    }
+                }
+                Node::Return => {}
+            }
+        }
+    };
+    each_dependency(&mut |dependency, _| waiting_count[dependency + 1] += 1);
+    for index in 1..=count {
+        waiting_count[index] += waiting_count[index - 1];
+    }
+    let offsets = waiting_count;
+    let mut fill = offsets.clone();
+    let mut waiters = vec![0u32; offsets[count] as usize];
+    each_dependency(&mut |dependency, waiter| {
+        waiters[fill[dependency] as usize] = waiter as u32;
+        fill[dependency] += 1;
+    });
+    // A call needs two satisfied dependencies (counted twice when both are one node).
+    let mut needed: Vec<u8> = nodes
+        .iter()
+        .map(|node| if matches!(node, Node::Call { .. }) { 2 } else { 1 })
+        .collect();
+    let mut productive = vec![false; count];
+    let mut worklist: Vec<usize> = Vec::new();
+    for (index, node) in nodes.iter().enumerate() {
+        if matches!(node, Node::Return) {
+            productive[index] = true;
+            worklist.push(index);
+        }
+    }
+    while let Some(done) = worklist.pop() {
+        for &waiter in &waiters[offsets[done] as usize..offsets[done + 1] as usize] {
+            let waiter = waiter as usize;
+            if productive[waiter] {
+                continue;
+            }
+            needed[waiter] -= 1;
+            if needed[waiter] == 0 {
+                productive[waiter] = true;
+                worklist.push(waiter);
+            }
+        }
+    }
+    productive
+}

@@ -1,0 +1,36 @@
+//! Grail's matching engine.
+//!
+//! [`CompiledGrammar`] is a grammar compiled once into a flat graph, immutable and shared
+//! across threads. A [`Matcher`] is the cheap per-sequence state over it: feed it text,
+//! bytes or tokens; ask [`Matcher::is_accepting`], [`Matcher::is_viable`],
+//! [`Matcher::next_characters`] and [`Matcher::forced`]; [`Matcher::rollback`] and
+//! [`Matcher::fork`]. [`Sampler`] draws random strings of the grammar's language.
+//!
+//! ```
+//! use grail_engine::{CompiledGrammar, Matcher, NextRule};
+//! let grammar = CompiledGrammar::from_gbnf(r#"root ::= "yes" | "no" | [0-9]+"#).unwrap();
+//! let mut matcher = Matcher::new(&grammar);
+//! matcher.accept_str("n").unwrap();
+//! assert_eq!(matcher.next_characters().rules, [NextRule::Char(vec![('o' as u32, 'o' as u32)])]);
+//! assert_eq!(matcher.forced(10), "o");
+//! matcher.accept_str("o").unwrap();
+//! assert!(matcher.is_accepting());
+//! assert!(matcher.accept_str("!").is_err());
+//! ```
+
+mod compile;
+mod error;
+mod limits;
+mod matcher;
+mod next;
+mod ranges;
+mod sample;
+mod utf8;
+
+pub use compile::{CompileOptions, CompiledGrammar, TokenSet};
+pub use error::{AcceptError, CompileError, LimitExceeded};
+pub use limits::EngineLimits;
+pub use matcher::Matcher;
+pub use next::{NextCharacters, NextRule};
+pub use ranges::ScalarSet;
+pub use sample::{Sampler, Segment};

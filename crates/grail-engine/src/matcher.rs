@@ -1,0 +1,598 @@
+//! The incremental matcher: an Earley-style parser over the compiled graph, one step per
+//! input byte (or special token).
+//!
+//! State is a set of items, each a position in the graph (a consuming node), the frame of
+//! the rule call it belongs to, and the bytes of a character begun so far. A frame is an
+//! Earley origin: the call of one rule at one input position, shared by every caller that
+//! made that call there (callers are kept as links to their return nodes and frames). So
+//! the callers form a graph-structured stack, not one stack per parse: a grammar as
+//! ambiguous as `root ::= "a" root "b" | "a" root |` costs O(n) items per step and O(n²)
+//! overall, where copying stacks costs exponential time.
+//!
+//! Frames and links live in arenas that only grow during a step and are truncated on
+//! rollback (a step's callers are complete when the step ends), so rollback restores the
+//! earlier state exactly. With a history limit, older steps are dropped and unreachable
+//! frames are compacted away, so memory follows the live parse, not the input length.
+
+use rustc_hash::FxHashSet;
+
+use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
+use crate::error::{AcceptError, LimitExceeded};
+use crate::utf8::{Partial, Step};
+
+/// No link: the end of a frame's caller list.
+const NO_LINK: u32 = u32::MAX;
+
+/// A position in the grammar: a consuming node inside one rule call, with the bytes of
+/// a character begun so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Item {
+    pub(crate) node: NodeId,
+    pub(crate) frame: u32,
+    pub(crate) partial: Partial,
+}
+
+/// One call of a rule at one input position.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    /// The newest caller link, or [`NO_LINK`].
+    callers: u32,
+    /// The rule already returned at this frame's own step (it matched empty there), so a
+    /// caller added later in the same step continues at once.
+    completed: bool,
+    /// The frame of the start rule: returning from it means the grammar may end.
+    is_root: bool,
+}
+
+/// A caller of a frame: where to continue, in which frame, and the next older caller.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    next: NodeId,
+    frame: u32,
+    older: u32,
+}
+
+/// The record of one step: where its items are and how big the arenas were after it.
+#[derive(Debug, Clone, Copy)]
+struct StepRecord {
+    items_start: u32,
+    items_end: u32,
+    frames_len: u32,
+    links_len: u32,
+    accepting: bool,
+    /// Bytes consumed since the start (or the last reset).
+    offset: u64,
+}
+
+/// Reusable buffers for computing a step.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    seen: FxHashSet<Item>,
+    worklist: Vec<Item>,
+    kernel: Vec<Item>,
+    carried: Vec<Item>,
+    /// For each rule, the generation and frame of its call at the current step.
+    rule_calls: Vec<(u64, u32)>,
+    generation: u64,
+}
+
+/// An incremental matcher over a [`CompiledGrammar`]: feed it text, bytes or tokens, ask
+/// whether the input so far can end or continue and what may come next, roll back, fork.
+///
+/// Cloning (see [`Matcher::fork`]) copies the state, so a clone evolves independently.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    grammar: CompiledGrammar,
+    frames: Vec<Frame>,
+    links: Vec<Link>,
+    items: Vec<Item>,
+    steps: Vec<StepRecord>,
+    history_limit: Option<usize>,
+    scratch: Scratch,
+}
+
+impl Matcher {
+    /// A matcher at the start of the grammar, keeping its whole history for rollback.
+    pub fn new(grammar: &CompiledGrammar) -> Matcher {
+        let mut matcher = Matcher {
+            grammar: grammar.clone(),
+            frames: Vec::new(),
+            links: Vec::new(),
+            items: Vec::new(),
+            steps: Vec::new(),
+            history_limit: None,
+            scratch: Scratch {
+                rule_calls: vec![(0, 0); grammar.inner.rules.len()],
+                ..Scratch::default()
+            },
+        };
+        matcher.start();
+        matcher
+    }
+
+    /// Keeps at most `steps` steps of history for [`Matcher::rollback`] (`None`: all).
+    /// With a limit, memory stays proportional to the live parse, not to the input.
+    pub fn set_history_limit(&mut self, steps: Option<usize>) {
+        self.history_limit = steps;
+        self.trim_history();
+    }
+
+    fn start(&mut self) {
+        let graph = &self.grammar.inner;
+        self.frames.push(Frame {
+            callers: NO_LINK,
+            completed: false,
+            is_root: true,
+        });
+        let root_start = graph.rules[graph.root as usize].start;
+        self.scratch.kernel.push(Item {
+            node: root_start,
+            frame: 0,
+            partial: Partial::NONE,
+        });
+        // The first step cannot exceed limits that matter: a grammar's own size bounds it.
+        if self.close_step(0, false).is_err() {
+            self.items.clear();
+            self.steps.push(StepRecord {
+                items_start: 0,
+                items_end: 0,
+                frames_len: self.frames.len() as u32,
+                links_len: 0,
+                accepting: false,
+                offset: 0,
+            });
+        }
+    }
+
+    /// Back to the start of the grammar, as if nothing was accepted.
+    pub fn reset(&mut self) {
+        self.frames.clear();
+        self.links.clear();
+        self.items.clear();
+        self.steps.clear();
+        self.scratch.kernel.clear();
+        self.start();
+    }
+
+    /// A copy that evolves independently (for beam search and speculative decoding).
+    /// Costs a copy of the state, which is bounded by the history limit.
+    pub fn fork(&self) -> Matcher {
+        self.clone()
+    }
+
+    /// The compiled grammar this matcher runs.
+    pub fn grammar(&self) -> &CompiledGrammar {
+        &self.grammar
+    }
+
+    /// True when the input so far is a complete match: the grammar may end here.
+    pub fn is_accepting(&self) -> bool {
+        self.current().accepting
+    }
+
+    /// True when some continuation of the input so far (possibly none) is a match.
+    pub fn is_viable(&self) -> bool {
+        self.current().accepting || !self.current_items().is_empty()
+    }
+
+    /// Bytes accepted since the start.
+    pub fn offset(&self) -> u64 {
+        self.current().offset
+    }
+
+    /// How many steps can be rolled back (one per byte, or per special token).
+    pub fn history_len(&self) -> usize {
+        self.steps.len() - 1
+    }
+
+    /// True when the input ends inside a multi-byte character.
+    pub fn in_partial_character(&self) -> bool {
+        self.current_items().iter().any(|item| !item.partial.is_none())
+    }
+
+    /// Undoes the last `steps` steps (bytes, or special tokens). Returns false, changing
+    /// nothing, when fewer steps are in the history.
+    pub fn rollback(&mut self, steps: usize) -> bool {
+        if steps > self.history_len() {
+            return false;
+        }
+        self.steps.truncate(self.steps.len() - steps);
+        let current = *self.current();
+        self.items.truncate(current.items_end as usize);
+        self.frames.truncate(current.frames_len as usize);
+        self.links.truncate(current.links_len as usize);
+        true
+    }
+
+    /// Accepts one character.
+    pub fn accept_char(&mut self, character: char) -> Result<(), AcceptError> {
+        let mut buffer = [0; 4];
+        self.accept_bytes(character.encode_utf8(&mut buffer).as_bytes())
+    }
+
+    /// Accepts text.
+    pub fn accept_str(&mut self, text: &str) -> Result<(), AcceptError> {
+        self.accept_bytes(text.as_bytes())
+    }
+
+    /// Accepts bytes one at a time. On rejection the matcher stays after the longest
+    /// accepted prefix, and the error says how many bytes of `bytes` that was.
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), AcceptError> {
+        for (consumed, &byte) in bytes.iter().enumerate() {
+            self.scan_byte(byte);
+            if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
+                return Err(AcceptError::Rejected { consumed });
+            }
+            if let Err(limit) = self.close_step(1, false) {
+                return Err(AcceptError::Limit { limit, consumed });
+            }
+            self.trim_history();
+        }
+        Ok(())
+    }
+
+    /// Accepts one whole token: token elements (`<[id]>`, `!<[id]>`) match its id, and the
+    /// rest of the grammar matches its text. `text` is `None` for special tokens, which
+    /// only token elements match. All or nothing: on rejection nothing changes.
+    pub fn accept_token(&mut self, id: u32, text: Option<&[u8]>) -> Result<(), AcceptError> {
+        let before = self.steps.len();
+        let graph = self.grammar.inner.clone();
+        let mut by_id: Vec<Item> = Vec::new();
+        for item in self.current_items() {
+            if let Node::Token { set, next } = graph.nodes[item.node as usize]
+                && item.partial.is_none()
+                && graph.token_sets[set as usize].matches(id)
+            {
+                by_id.push(Item {
+                    node: next,
+                    frame: item.frame,
+                    partial: Partial::NONE,
+                });
+            }
+        }
+        let text = text.unwrap_or_default();
+        let result = self.accept_token_text(text, &by_id);
+        match result {
+            Ok(()) => {
+                self.trim_history();
+                Ok(())
+            }
+            Err(error) => {
+                self.rollback(self.steps.len() - before);
+                Err(match error {
+                    AcceptError::Limit { limit, .. } => AcceptError::Limit { limit, consumed: 0 },
+                    AcceptError::Rejected { .. } => AcceptError::Rejected { consumed: 0 },
+                })
+            }
+        }
+    }
+
+    /// The text path of a token, one step per byte, with the id path's items joining at
+    /// the last step.
+    fn accept_token_text(&mut self, text: &[u8], by_id: &[Item]) -> Result<(), AcceptError> {
+        let rejected = AcceptError::Rejected { consumed: 0 };
+        let limit = |limit| AcceptError::Limit { limit, consumed: 0 };
+        if text.is_empty() {
+            // The text path stays where it is; the id path joins it.
+            let carried: Vec<Item> = self.current_items().to_vec();
+            let accepting = self.is_accepting();
+            self.scratch.kernel.clear();
+            self.scratch.kernel.extend_from_slice(by_id);
+            self.scratch.carried = carried;
+            if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() && !accepting {
+                return Err(rejected);
+            }
+            return self.close_step(0, accepting).map_err(limit);
+        }
+        let start = self.steps.len();
+        for (index, &byte) in text.iter().enumerate() {
+            let last = index + 1 == text.len();
+            self.scan_byte(byte);
+            if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
+                // The text path is dead: only the id path can continue.
+                self.rollback(self.steps.len() - start);
+                if by_id.is_empty() {
+                    return Err(rejected);
+                }
+                self.scratch.kernel.clear();
+                self.scratch.kernel.extend_from_slice(by_id);
+                return self.close_step(text.len() as u64, false).map_err(limit);
+            }
+            if last {
+                self.scratch.kernel.extend_from_slice(by_id);
+            }
+            self.close_step(1, false).map_err(limit)?;
+        }
+        Ok(())
+    }
+
+    fn current(&self) -> &StepRecord {
+        self.steps.last().expect("the first step always exists")
+    }
+
+    /// The consuming items of the current step.
+    pub(crate) fn current_items(&self) -> &[Item] {
+        let current = self.steps.last().expect("the first step always exists");
+        &self.items[current.items_start as usize..current.items_end as usize]
+    }
+
+    pub(crate) fn graph(&self) -> &GrammarGraph {
+        &self.grammar.inner
+    }
+
+    /// Fills `scratch.kernel` (items that completed a character and moved on) and
+    /// `scratch.carried` (items in the middle of a character) from the current items.
+    fn scan_byte(&mut self, byte: u8) {
+        let graph = &self.grammar.inner;
+        let current = self.steps.last().expect("the first step always exists");
+        let items = &self.items[current.items_start as usize..current.items_end as usize];
+        let scratch = &mut self.scratch;
+        scratch.kernel.clear();
+        scratch.carried.clear();
+        for item in items {
+            let node = graph.nodes[item.node as usize];
+            let next = match node {
+                Node::Char { next, .. } | Node::Class { next, .. } | Node::Any { next } => next,
+                _ => continue,
+            };
+            match item.partial.push(byte) {
+                Step::Complete(code_point) => {
+                    if edge_matches(graph, node, code_point) {
+                        scratch.kernel.push(Item {
+                            node: next,
+                            frame: item.frame,
+                            partial: Partial::NONE,
+                        });
+                    }
+                }
+                Step::Incomplete(partial) => {
+                    let (low, high) = partial.code_point_range();
+                    if edge_intersects(graph, node, low, high) {
+                        scratch.carried.push(Item {
+                            node: item.node,
+                            frame: item.frame,
+                            partial,
+                        });
+                    }
+                }
+                Step::Invalid => {}
+            }
+        }
+    }
+
+    /// Closes `scratch.kernel` under prediction and completion and records the new step,
+    /// with `scratch.carried` items added as they are.
+    fn close_step(&mut self, bytes: u64, accepting_already: bool) -> Result<(), LimitExceeded> {
+        let graph = self.grammar.inner.clone();
+        let limits = graph.limits;
+        let frames_before = self.frames.len();
+        let links_before = self.links.len();
+        let items_start = self.items.len();
+        let offset = self.steps.last().map_or(0, |step| step.offset) + bytes;
+        let scratch = &mut self.scratch;
+        scratch.generation += 1;
+        let generation = scratch.generation;
+        scratch.seen.clear();
+        scratch.worklist.clear();
+        let mut accepting = accepting_already;
+        for item in scratch.carried.drain(..) {
+            if scratch.seen.insert(item) {
+                self.items.push(item);
+            }
+        }
+        for &item in &scratch.kernel {
+            if graph.is_productive(item.node) && scratch.seen.insert(item) {
+                scratch.worklist.push(item);
+            }
+        }
+        scratch.kernel.clear();
+        let mut outcome = Ok(());
+        while let Some(item) = scratch.worklist.pop() {
+            match graph.nodes[item.node as usize] {
+                Node::Char { .. } | Node::Class { .. } | Node::Any { .. } | Node::Token { .. } => {
+                    self.items.push(item);
+                }
+                Node::Split { first, count } => {
+                    for &target in graph.targets(first, count) {
+                        add(&graph, scratch, target, item.frame);
+                    }
+                }
+                Node::Call { rule, next } => {
+                    let (called_at, existing) = scratch.rule_calls[rule as usize];
+                    let callee = if called_at == generation {
+                        existing
+                    } else {
+                        let frame = self.frames.len() as u32;
+                        self.frames.push(Frame {
+                            callers: NO_LINK,
+                            completed: false,
+                            is_root: false,
+                        });
+                        scratch.rule_calls[rule as usize] = (generation, frame);
+                        add(&graph, scratch, graph.rules[rule as usize].start, frame);
+                        frame
+                    };
+                    let callee_frame = &mut self.frames[callee as usize];
+                    self.links.push(Link {
+                        next,
+                        frame: item.frame,
+                        older: callee_frame.callers,
+                    });
+                    callee_frame.callers = (self.links.len() - 1) as u32;
+                    if callee_frame.completed {
+                        add(&graph, scratch, next, item.frame);
+                    }
+                }
+                Node::Return => {
+                    let frame = &mut self.frames[item.frame as usize];
+                    frame.completed = true;
+                    accepting |= frame.is_root;
+                    let mut link = frame.callers;
+                    while link != NO_LINK {
+                        let caller = self.links[link as usize];
+                        add(&graph, scratch, caller.next, caller.frame);
+                        link = caller.older;
+                    }
+                }
+            }
+            if scratch.seen.len() > limits.max_items_per_step {
+                outcome = Err(LimitExceeded::ItemsPerStep {
+                    limit: limits.max_items_per_step,
+                });
+                break;
+            }
+        }
+        let state_size = self.items.len() + self.frames.len() + self.links.len();
+        if outcome.is_ok() && state_size > limits.max_state_items {
+            outcome = Err(LimitExceeded::StateSize {
+                limit: limits.max_state_items,
+            });
+        }
+        if let Err(error) = outcome {
+            self.items.truncate(items_start);
+            self.frames.truncate(frames_before);
+            self.links.truncate(links_before);
+            return Err(error);
+        }
+        self.steps.push(StepRecord {
+            items_start: items_start as u32,
+            items_end: self.items.len() as u32,
+            frames_len: self.frames.len() as u32,
+            links_len: self.links.len() as u32,
+            accepting,
+            offset,
+        });
+        Ok(())
+    }
+
+    /// Drops history beyond the limit and compacts frames and links no longer reachable.
+    /// Runs in batches, so its cost is amortized over many steps.
+    fn trim_history(&mut self) {
+        let Some(limit) = self.history_limit else {
+            return;
+        };
+        let keep = limit + 1;
+        if self.steps.len() <= keep + keep.max(64) {
+            return;
+        }
+        let drop = self.steps.len() - keep;
+        let items_base = self.steps[drop].items_start as usize;
+        self.steps.drain(..drop);
+        self.items.drain(..items_base);
+        for step in &mut self.steps {
+            step.items_start -= items_base as u32;
+            step.items_end -= items_base as u32;
+        }
+        self.compact();
+    }
+
+    /// Removes frames and links unreachable from the kept items, keeping order, and
+    /// renumbers everything that points at them.
+    fn compact(&mut self) {
+        let mut live_frames = vec![false; self.frames.len()];
+        let mut live_links = vec![false; self.links.len()];
+        let mut stack: Vec<u32> = self.items.iter().map(|item| item.frame).collect();
+        stack.push(0);
+        while let Some(frame) = stack.pop() {
+            if std::mem::replace(&mut live_frames[frame as usize], true) {
+                continue;
+            }
+            let mut link = self.frames[frame as usize].callers;
+            while link != NO_LINK {
+                live_links[link as usize] = true;
+                let caller = self.links[link as usize];
+                if !live_frames[caller.frame as usize] {
+                    stack.push(caller.frame);
+                }
+                link = caller.older;
+            }
+        }
+        let frame_index = prefix_counts(&live_frames);
+        let link_index = prefix_counts(&live_links);
+        let remap_link = |link: u32| {
+            if link == NO_LINK {
+                NO_LINK
+            } else {
+                link_index[link as usize]
+            }
+        };
+        let mut write = 0;
+        for read in 0..self.frames.len() {
+            if live_frames[read] {
+                let mut frame = self.frames[read];
+                frame.callers = remap_link(frame.callers);
+                self.frames[write] = frame;
+                write += 1;
+            }
+        }
+        self.frames.truncate(write);
+        let mut write = 0;
+        for read in 0..self.links.len() {
+            if live_links[read] {
+                let mut link = self.links[read];
+                link.frame = frame_index[link.frame as usize];
+                link.older = remap_link(link.older);
+                self.links[write] = link;
+                write += 1;
+            }
+        }
+        self.links.truncate(write);
+        for item in &mut self.items {
+            item.frame = frame_index[item.frame as usize];
+        }
+        for step in &mut self.steps {
+            step.frames_len = frame_index[step.frames_len as usize];
+            step.links_len = link_index[step.links_len as usize];
+        }
+        // Frame 0 stays the root frame: it is live and first.
+    }
+}
+
+/// `counts[i]`: how many of `live[..i]` are true (so the new index of a live entry `i`).
+fn prefix_counts(live: &[bool]) -> Vec<u32> {
+    let mut counts = Vec::with_capacity(live.len() + 1);
+    let mut count = 0u32;
+    for &alive in live {
+        counts.push(count);
+        count += u32::from(alive);
+    }
+    counts.push(count);
+    counts
+}
+
+/// Adds an item to the step being closed, once, if it can still complete.
+fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
+    let item = Item {
+        node,
+        frame,
+        partial: Partial::NONE,
+    };
+    if graph.is_productive(node) && scratch.seen.insert(item) {
+        scratch.worklist.push(item);
+    }
+}
+
+/// True when a consuming node accepts the code point.
+pub(crate) fn edge_matches(graph: &GrammarGraph, node: Node, code_point: u32) -> bool {
+    match node {
+        Node::Char { code_point: expected, .. } => expected == code_point,
+        Node::Class { set, .. } => graph.classes[set as usize].contains(code_point),
+        Node::Any { .. } => true,
+        _ => false,
+    }
+}
+
+/// True when a consuming node accepts some scalar in `[low, high]` (a range that holds
+/// no surrogates).
+pub(crate) fn edge_intersects(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool {
+    match node {
+        Node::Char { code_point, .. } => (low..=high).contains(&code_point),
+        Node::Class { set, .. } => {
+            let ranges = graph.classes[set as usize].ranges();
+            let index = ranges.partition_point(|&(_, last)| last < low);
+            ranges.get(index).is_some_and(|&(first, _)| first <= high)
+        }
+        Node::Any { .. } => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,199 @@
+//! A strict, incremental UTF-8 decoder whose state fits in a `u32`.
+//!
+//! The matcher consumes bytes (token pieces may end in the middle of a character), while
+//! grammars speak code points. Each matcher item carries one [`Partial`]: the bytes of the
+//! character begun so far. Only well-formed UTF-8 is accepted (Unicode Table 3-7: no
+//! overlong forms, no surrogates, nothing above U+10FFFF), so invalid UTF-8 never matches.
+
+/// The largest Unicode scalar value.
+const MAX_SCALAR: u32 = 0x10FFFF;
+
+/// The character begun so far: no bytes (`Partial::NONE`) or 1–3 bytes of a 2–4 byte
+/// sequence. Packed as `value | seen << 21 | length << 23`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Partial(u32);
+
+/// What one more byte does to a [`Partial`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The byte completes the code point.
+    Complete(u32),
+    /// The byte starts or continues a character that is still incomplete.
+    Incomplete(Partial),
+    /// The byte cannot appear here in well-formed UTF-8.
+    Invalid,
+}
+
+impl Partial {
+    /// No character begun.
+    pub const NONE: Partial = Partial(0);
+
+    /// True when no character is begun.
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    fn value(self) -> u32 {
+        self.0 & 0x1F_FFFF
+    }
+
+    fn seen(self) -> u32 {
+        (self.0 >> 21) & 0b11
+    }
+
+    fn length(self) -> u32 {
+        self.0 >> 23
+    }
+
+    fn pack(value: u32, seen: u32, length: u32) -> Partial {
+        Partial(value | seen << 21 | length << 23)
+    }
+
+    /// Feeds one byte.
+    pub fn push(self, byte: u8) -> Step {
+        if self.is_none() {
+            return match byte {
+                0x00..=0x7F => Step::Complete(u32::from(byte)),
+                0xC2..=0xDF => Step::Incomplete(Partial::pack(u32::from(byte & 0x1F), 1, 2)),
+                0xE0..=0xEF => Step::Incomplete(Partial::pack(u32::from(byte & 0x0F), 1, 3)),
+                0xF0..=0xF4 => Step::Incomplete(Partial::pack(u32::from(byte & 0x07), 1, 4)),
+                _ => Step::Invalid,
+            };
+        }
+        let (low, high) = self.continuation_range();
+        if byte < low || byte > high {
+            return Step::Invalid;
+        }
+        let value = self.value() << 6 | u32::from(byte & 0x3F);
+        let seen = self.seen() + 1;
+        if seen == self.length() {
+            Step::Complete(value)
+        } else {
+            Step::Incomplete(Partial::pack(value, seen, self.length()))
+        }
+    }
+
+    /// The bytes allowed next (Unicode Table 3-7): the second byte after E0, ED, F0 and F4
+    /// is narrowed to rule out overlong forms, surrogates and values above U+10FFFF.
+    fn continuation_range(self) -> (u8, u8) {
+        if self.seen() == 1 {
+            match (self.length(), self.value()) {
+                (3, 0x0) => return (0xA0, 0xBF),
+                (3, 0xD) => return (0x80, 0x9F),
+                (4, 0x0) => return (0x90, 0xBF),
+                (4, 0x4) => return (0x80, 0x8F),
+                _ => {}
+            }
+        }
+        (0x80, 0xBF)
+    }
+
+    /// The inclusive range of code points whose well-formed encoding starts with the
+    /// bytes seen so far. It is exact: UTF-8 keeps code point order, overlong forms are
+    /// cut off by the length's minimum, and the only prefix reaching the surrogates is the
+    /// lone lead byte ED, whose range stops at U+D7FF.
+    pub fn code_point_range(self) -> (u32, u32) {
+        if self.is_none() {
+            return (0, MAX_SCALAR);
+        }
+        let missing_bits = 6 * (self.length() - self.seen());
+        let low = self.value() << missing_bits;
+        let mut high = low | ((1 << missing_bits) - 1);
+        let shortest = match self.length() {
+            2 => 0x80,
+            3 => 0x800,
+            _ => 0x10000,
+        };
+        if (self.length(), self.seen(), self.value()) == (3, 1, 0xD) {
+            high = 0xD7FF;
+        }
+        (low.max(shortest), high.min(MAX_SCALAR))
+    }
+}
+
+/// True for a Unicode scalar value (a code point that is not a surrogate).
+pub fn is_scalar(code_point: u32) -> bool {
+    code_point <= MAX_SCALAR && !(0xD800..=0xDFFF).contains(&code_point)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(bytes: &[u8]) -> Option<u32> {
+        let mut partial = Partial::NONE;
+        for (index, &byte) in bytes.iter().enumerate() {
+            match partial.push(byte) {
+                Step::Complete(code_point) => {
+                    return (index + 1 == bytes.len()).then_some(code_point);
+                }
+                Step::Incomplete(next) => partial = next,
+                Step::Invalid => return None,
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn agrees_with_the_standard_library_on_every_scalar() {
+        for code_point in (0..=MAX_SCALAR).step_by(7).chain([0x7F, 0x80, 0x7FF, 0x800, 0xFFFF]) {
+            if let Some(character) = char::from_u32(code_point) {
+                let mut buffer = [0; 4];
+                let encoded = character.encode_utf8(&mut buffer);
+                assert_eq!(decode(encoded.as_bytes()), Some(code_point));
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_overlong_surrogate_and_out_of_range_sequences() {
+        for bad in [
+            &[0xC0, 0x80][..],
+            &[0xC1, 0xBF],
+            &[0xE0, 0x80, 0x80],
+            &[0xED, 0xA0, 0x80],
+            &[0xF0, 0x80, 0x80, 0x80],
+            &[0xF4, 0x90, 0x80, 0x80],
+            &[0xF5, 0x80, 0x80, 0x80],
+            &[0x80],
+            &[0xFF],
+        ] {
+            assert_eq!(decode(bad), None, "{bad:x?}");
+        }
+    }
+
+    #[test]
+    fn code_point_ranges_of_prefixes_are_exact() {
+        let range_after = |bytes: &[u8]| {
+            let mut partial = Partial::NONE;
+            for &byte in bytes {
+                match partial.push(byte) {
+                    Step::Incomplete(next) => partial = next,
+                    other => panic!("{other:?}"),
+                }
+            }
+            partial.code_point_range()
+        };
+        assert_eq!(range_after(&[0xE0]), (0x800, 0xFFF));
+        assert_eq!(range_after(&[0xED]), (0xD000, 0xD7FF));
+        assert_eq!(range_after(&[0xF0]), (0x10000, 0x3FFFF));
+        assert_eq!(range_after(&[0xE0, 0xA0]), (0x800, 0x83F));
+        assert_eq!(range_after(&[0xF4]), (0x100000, 0x10FFFF));
+        assert_eq!(range_after(&[0xC3]), (0xC0, 0xFF));
+        // Brute force over every scalar: for each lead byte, the scalars starting with
+        // it are exactly the range.
+        let mut seen_per_lead = std::collections::BTreeMap::<u8, (u32, u32, u32)>::new();
+        for character in (0..=MAX_SCALAR).filter_map(char::from_u32) {
+            let mut buffer = [0; 4];
+            let lead = character.encode_utf8(&mut buffer).as_bytes()[0];
+            let code_point = u32::from(character);
+            let entry = seen_per_lead.entry(lead).or_insert((code_point, code_point, 0));
+            entry.1 = code_point;
+            entry.2 += 1;
+        }
+        for (lead, (first, last, count)) in seen_per_lead.into_iter().filter(|(lead, _)| *lead >= 0xC2) {
+            assert_eq!(range_after(&[lead]), (first, last), "{lead:x}");
+            assert_eq!(count, last - first + 1, "{lead:x}");
+        }
+    }
+}
