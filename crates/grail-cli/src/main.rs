@@ -1,15 +1,21 @@
 //! The `grail` command.
 
 mod check;
+mod feed;
 mod format;
+mod grammar;
 mod input;
+mod match_text;
+mod next;
 mod render;
+mod rules;
+mod sample;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Grail: grammar-constrained generation. Check and format GBNF grammars.
+/// Grail: grammar-constrained generation. Check, format, match and sample GBNF grammars.
 #[derive(Debug, Parser)]
 #[command(name = "grail", version, about, long_about = None)]
 struct Cli {
@@ -30,6 +36,18 @@ enum Command {
     /// Exit status: 0 on success, 1 when a grammar does not parse or (--check) is not
     /// formatted, 2 on usage or I/O errors.
     Fmt(format::FmtArgs),
+    /// Match text against a grammar: where it broke and what was expected there.
+    ///
+    /// Exit status: 0 when the whole text matches (--prefix: when it can still be
+    /// completed), 1 when it does not, 2 on grammar, usage or I/O errors.
+    Match(match_text::MatchArgs),
+    /// Show what may come after some text: CHAR, CHAR_EXCLUDE, TOKEN and END rules.
+    ///
+    /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar,
+    /// usage or I/O errors.
+    Next(next::NextArgs),
+    /// Print random strings of the grammar's language, one JSON string per line.
+    Sample(sample::SampleArgs),
 }
 
 /// Exit status for usage and I/O errors, as clap uses for bad arguments.
@@ -40,6 +58,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => format::run(&args),
+        Command::Match(args) => match_text::run(&args),
+        Command::Next(args) => next::run(&args),
+        Command::Sample(args) => sample::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,55 @@
+//! Loading a grammar file for the matching commands: check it, show its errors, compile.
+
+use std::path::Path;
+
+use anyhow::bail;
+use grail_engine::{CompileOptions, CompiledGrammar};
+use grail_grammar::{CheckOptions, check};
+use grail_syntax::{Severity, source_from_bytes};
+
+use crate::input::read_source;
+use crate::render::{render_human, stderr_wants_color};
+
+/// Reads, checks and compiles a grammar rooted at `root`. Errors are rendered to stderr
+/// and returned as an error (exit status 2: the grammar, not the text, is wrong).
+pub fn load_grammar(path: &Path, root: &str) -> anyhow::Result<CompiledGrammar> {
+    let input = read_source(path)?;
+    let source = match source_from_bytes(&input.bytes) {
+        Ok(source) => source,
+        Err(error) => {
+            let valid = String::from_utf8_lossy(&input.bytes[..error.span.start as usize]);
+            eprint!(
+                "{}",
+                render_human(&input.name, &valid, &[error.to_diagnostic()], stderr_wants_color())
+            );
+            bail!("`{}` is not a valid grammar", input.name);
+        }
+    };
+    let options = CheckOptions {
+        root: root.to_string(),
+        ..CheckOptions::default()
+    };
+    let report = check(source, &options);
+    let errors: Vec<_> = report
+        .diagnostics
+        .into_iter()
+        .filter(|diagnostic| diagnostic.severity == Severity::Error)
+        .collect();
+    match report.grammar {
+        Some(grammar) if errors.is_empty() => {
+            Ok(CompiledGrammar::compile(&grammar, &CompileOptions::default())
+                .map_err(|error| anyhow::anyhow!("{}: {error}", input.name))?)
+        }
+        _ => {
+            eprint!(
+                "{}",
+                render_human(&input.name, source, &errors, stderr_wants_color())
+            );
+            bail!(
+                "`{}` is not a valid grammar (run `grail check {}` for every diagnostic)",
+                input.name,
+                input.name
+            )
+        }
+    }
+}
