@@ -209,7 +209,8 @@ impl FindingKind {
             | FindingKind::RuleNeverFinishes { .. }
             | FindingKind::OptionalChain { .. } => Severity::Warning,
             FindingKind::LeftRecursion { .. } if llama => Severity::Error,
-            FindingKind::LeftRecursion { .. } => Severity::Warning,
+            // Grail's Earley-style matcher handles left recursion; only portability is at stake.
+            FindingKind::LeftRecursion { .. } => Severity::Note,
             FindingKind::LlamaRepetitionMinimum { .. }
             | FindingKind::LlamaRuleBudget { .. }
             | FindingKind::LlamaLeftRecursion { .. } => {
@@ -266,7 +267,7 @@ impl FindingKind {
                 "llama.cpp does not detect this cycle and loops forever on it; rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
             }
             FindingKind::LeftRecursion { .. } => {
-                "rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
+                "Grail matches it as written, llama.cpp refuses it; to stay portable, rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
             }
             FindingKind::LlamaLeftRecursion { .. } => {
                 "llama.cpp counts a repeated item as possibly empty only when it has an empty alternative; take the empty alternative out of the repeated item: `(x |)*` matches the same as `x*`".into()
