@@ -10,7 +10,7 @@ use crate::check::OutputFormat;
 use crate::feed::feed;
 use crate::grammar::load_grammar;
 use crate::match_text::{failure_json, open_text, render_failure};
-use crate::rules::{describe, rules_json};
+use crate::rules::{rule_items, rules_json};
 
 /// Arguments of `grail next`.
 #[derive(Debug, Args)]
@@ -56,7 +56,7 @@ pub fn run(args: &NextArgs) -> anyhow::Result<ExitCode> {
                         grail_engine::NextRule::Token { .. } => "TOKEN",
                         grail_engine::NextRule::End => "END",
                     };
-                    println!("{kind:<13}{}", describe(rule));
+                    println!("{kind:<13}{}", rule_items(rule).join(" "));
                 }
                 let forced = outcome.matcher.forced(200);
                 if !forced.is_empty() {

@@ -49,26 +49,30 @@ pub fn describe(rule: &NextRule) -> String {
 /// one class.
 const LISTED_RANGES: usize = 12;
 
-/// "expected one of ..." for an error label: a CHAR rule with few ranges is listed item
-/// by item (`"a"`, `[0-9]`), so the reader sees each choice.
-pub fn expected_label(next: &NextCharacters) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for rule in &next.rules {
-        match rule {
-            NextRule::Char(ranges) if ranges.len() <= LISTED_RANGES => {
-                for &(first, last) in ranges {
-                    if last - first <= 1 {
-                        for code_point in first..=last {
-                            parts.push(describe(&NextRule::Char(vec![(code_point, code_point)])));
-                        }
-                    } else {
-                        parts.push(describe(&NextRule::Char(vec![(first, last)])));
+/// The rules as separate items in GBNF spelling: a CHAR rule with few ranges is listed
+/// range by range (`"a"`, `[0-9]`), so the reader sees each choice.
+pub fn rule_items(rule: &NextRule) -> Vec<String> {
+    match rule {
+        NextRule::Char(ranges) if ranges.len() <= LISTED_RANGES => {
+            let mut items = Vec::new();
+            for &(first, last) in ranges {
+                if last - first <= 1 {
+                    for code_point in first..=last {
+                        items.push(describe(&NextRule::Char(vec![(code_point, code_point)])));
                     }
+                } else {
+                    items.push(describe(&NextRule::Char(vec![(first, last)])));
                 }
             }
-            other => parts.push(describe(other)),
+            items
         }
+        other => vec![describe(other)],
     }
+}
+
+/// "expected one of ..." for an error label.
+pub fn expected_label(next: &NextCharacters) -> String {
+    let parts: Vec<String> = next.rules.iter().flat_map(rule_items).collect();
     match parts.as_slice() {
         [] => "nothing can come next".to_string(),
         [only] => format!("expected {only}"),

@@ -14,6 +14,7 @@ use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
 
 
 use crate::error::CompileError;
+use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
 use crate::limits::EngineLimits;
 use crate::ranges::ScalarSet;
 
@@ -84,6 +85,8 @@ pub(crate) struct GrammarGraph {
     pub(crate) nodes: Vec<Node>,
     pub(crate) split_targets: Vec<NodeId>,
     pub(crate) classes: Vec<ScalarSet>,
+    /// For each class, its ASCII members as a bitmap (the fast path of matching).
+    pub(crate) class_ascii: Vec<u128>,
     /// For each class, the written form (negation kept), for next-character rules.
     pub(crate) class_negated: Vec<bool>,
     /// For each class, the written ranges as scalars (before negation).
@@ -103,7 +106,12 @@ impl CompiledGrammar {
         options: &CompileOptions<'_>,
     ) -> Result<CompiledGrammar, CompileError> {
         let mut builder = GraphBuilder {
+            grammar,
             options,
+            inline: inlinable_rules(grammar),
+            inline_depth: 0,
+            needed: vec![false; grammar.rules.len()],
+            queue: Vec::new(),
             nodes: Vec::new(),
             split_targets: Vec::new(),
             classes: Vec::new(),
@@ -111,20 +119,31 @@ impl CompiledGrammar {
             class_listed: Vec::new(),
             token_sets: Vec::new(),
         };
-        let mut rules = Vec::with_capacity(grammar.rules.len());
-        for rule in &grammar.rules {
+        // Only rules that are called (not inlined) get their own automaton: the root,
+        // then whatever the compiled rules call.
+        let never = builder.split(&[])?;
+        let mut starts = vec![never; grammar.rules.len()];
+        builder.need(grammar.root.0);
+        while let Some(rule) = builder.queue.pop() {
             let end = builder.push(Node::Return)?;
-            let start = builder.alternatives(&rule.alternatives, end)?;
-            rules.push(CompiledRule {
+            starts[rule as usize] =
+                builder.alternatives(&grammar.rules[rule as usize].alternatives, end)?;
+        }
+        let rules: Vec<CompiledRule> = grammar
+            .rules
+            .iter()
+            .zip(starts)
+            .map(|(rule, start)| CompiledRule {
                 name: rule.name.clone(),
                 start,
-            });
-        }
+            })
+            .collect();
         let productive = productive_nodes(&builder.nodes, &builder.split_targets, &rules, &builder.classes);
         Ok(CompiledGrammar {
             inner: Arc::new(GrammarGraph {
                 nodes: builder.nodes,
                 split_targets: builder.split_targets,
+                class_ascii: builder.classes.iter().map(ascii_bitmap).collect(),
                 classes: builder.classes,
                 class_negated: builder.class_negated,
                 class_listed: builder.class_listed,
@@ -183,7 +202,15 @@ impl GrammarGraph {
 }
 
 struct GraphBuilder<'a, 'o> {
+    grammar: &'a Grammar,
     options: &'a CompileOptions<'o>,
+    /// Rules compiled in place of a call.
+    inline: Vec<bool>,
+    /// How many inlined rules enclose the symbol being compiled.
+    inline_depth: u32,
+    /// Rules that are called, so need an automaton of their own.
+    needed: Vec<bool>,
+    queue: Vec<u32>,
     nodes: Vec<Node>,
     split_targets: Vec<NodeId>,
     classes: Vec<ScalarSet>,
@@ -193,6 +220,12 @@ struct GraphBuilder<'a, 'o> {
 }
 
 impl GraphBuilder<'_, '_> {
+    fn need(&mut self, rule: u32) {
+        if !std::mem::replace(&mut self.needed[rule as usize], true) {
+            self.queue.push(rule);
+        }
+    }
+
     fn push(&mut self, node: Node) -> Result<NodeId, CompileError> {
         if self.nodes.len() >= self.options.limits.max_nodes {
             return Err(CompileError::TooLarge {
@@ -273,7 +306,19 @@ impl GraphBuilder<'_, '_> {
                 self.push(Node::Class { set: index, next })
             }
             SymbolKind::Any => self.push(Node::Any { next }),
-            SymbolKind::Rule(RuleId(rule)) => self.push(Node::Call { rule: *rule, next }),
+            SymbolKind::Rule(RuleId(rule))
+                if self.inline[*rule as usize] && self.inline_depth < INLINE_MAX_DEPTH =>
+            {
+                self.inline_depth += 1;
+                let grammar = self.grammar;
+                let start = self.alternatives(&grammar.rules[*rule as usize].alternatives, next);
+                self.inline_depth -= 1;
+                start
+            }
+            SymbolKind::Rule(RuleId(rule)) => {
+                self.need(*rule);
+                self.push(Node::Call { rule: *rule, next })
+            }
             SymbolKind::Group(alternatives) => self.alternatives(alternatives, next),
             SymbolKind::Token(token) => {
                 let id = match &token.reference {
@@ -321,6 +366,13 @@ impl GraphBuilder<'_, '_> {
             }
         }
     }
+}
+
+/// The ASCII members of a set, bit `c` for code point `c`.
+fn ascii_bitmap(set: &ScalarSet) -> u128 {
+    (0..128u32)
+        .filter(|&code_point| set.contains(code_point))
+        .fold(0, |bits, code_point| bits | 1 << code_point)
 }
 
 /// Which nodes can reach their rule's `Return`, consuming only what can be consumed.

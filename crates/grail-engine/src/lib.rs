@@ -20,6 +20,8 @@
 
 mod compile;
 mod error;
+mod inline;
+mod item_set;
 mod limits;
 mod matcher;
 mod next;

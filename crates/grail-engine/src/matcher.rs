@@ -14,10 +14,9 @@
 //! earlier state exactly. With a history limit, older steps are dropped and unreachable
 //! frames are compacted away, so memory follows the live parse, not the input length.
 
-use rustc_hash::FxHashSet;
-
 use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
+use crate::item_set::ItemSet;
 use crate::utf8::{Partial, Step};
 
 /// No link: the end of a frame's caller list.
@@ -67,7 +66,7 @@ struct StepRecord {
 /// Reusable buffers for computing a step.
 #[derive(Debug, Clone, Default)]
 struct Scratch {
-    seen: FxHashSet<Item>,
+    seen: ItemSet,
     worklist: Vec<Item>,
     kernel: Vec<Item>,
     carried: Vec<Item>,
@@ -236,7 +235,7 @@ impl Matcher {
     /// only token elements match. All or nothing: on rejection nothing changes.
     pub fn accept_token(&mut self, id: u32, text: Option<&[u8]>) -> Result<(), AcceptError> {
         let before = self.steps.len();
-        let graph = self.grammar.inner.clone();
+        let graph: &GrammarGraph = &self.grammar.inner;
         let mut by_id: Vec<Item> = Vec::new();
         for item in self.current_items() {
             if let Node::Token { set, next } = graph.nodes[item.node as usize]
@@ -363,7 +362,7 @@ impl Matcher {
     /// Closes `scratch.kernel` under prediction and completion and records the new step,
     /// with `scratch.carried` items added as they are.
     fn close_step(&mut self, bytes: u64, accepting_already: bool) -> Result<(), LimitExceeded> {
-        let graph = self.grammar.inner.clone();
+        let graph: &GrammarGraph = &self.grammar.inner;
         let limits = graph.limits;
         let frames_before = self.frames.len();
         let links_before = self.links.len();
@@ -372,7 +371,7 @@ impl Matcher {
         let scratch = &mut self.scratch;
         scratch.generation += 1;
         let generation = scratch.generation;
-        scratch.seen.clear();
+        scratch.seen.clear(graph.nodes.len());
         scratch.worklist.clear();
         let mut accepting = accepting_already;
         for item in scratch.carried.drain(..) {
@@ -394,7 +393,7 @@ impl Matcher {
                 }
                 Node::Split { first, count } => {
                     for &target in graph.targets(first, count) {
-                        add(&graph, scratch, target, item.frame);
+                        add(graph, scratch, target, item.frame);
                     }
                 }
                 Node::Call { rule, next } => {
@@ -409,7 +408,7 @@ impl Matcher {
                             is_root: false,
                         });
                         scratch.rule_calls[rule as usize] = (generation, frame);
-                        add(&graph, scratch, graph.rules[rule as usize].start, frame);
+                        add(graph, scratch, graph.rules[rule as usize].start, frame);
                         frame
                     };
                     let callee_frame = &mut self.frames[callee as usize];
@@ -420,7 +419,7 @@ impl Matcher {
                     });
                     callee_frame.callers = (self.links.len() - 1) as u32;
                     if callee_frame.completed {
-                        add(&graph, scratch, next, item.frame);
+                        add(graph, scratch, next, item.frame);
                     }
                 }
                 Node::Return => {
@@ -430,7 +429,7 @@ impl Matcher {
                     let mut link = frame.callers;
                     while link != NO_LINK {
                         let caller = self.links[link as usize];
-                        add(&graph, scratch, caller.next, caller.frame);
+                        add(graph, scratch, caller.next, caller.frame);
                         link = caller.older;
                     }
                 }
@@ -576,6 +575,9 @@ fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
 pub(crate) fn edge_matches(graph: &GrammarGraph, node: Node, code_point: u32) -> bool {
     match node {
         Node::Char { code_point: expected, .. } => expected == code_point,
+        Node::Class { set, .. } if code_point < 128 => {
+            graph.class_ascii[set as usize] >> code_point & 1 == 1
+        }
         Node::Class { set, .. } => graph.classes[set as usize].contains(code_point),
         Node::Any { .. } => true,
         _ => false,

@@ -1,0 +1,75 @@
+//! The command-line cases: `testdata/cli/cases.json` lists `grail` invocations (name,
+//! arguments, optional standard input); each runs from the repository root and its exit
+//! status, stdout and stderr are snapshot-tested. Sampled strings are checked by
+//! matching them, since their text depends on the random generator.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn run(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_grail"))
+        .current_dir(repository_root())
+        .args(args)
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run grail");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn cli_cases() {
+    let root = repository_root();
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("testdata/cli/cases.json")).unwrap())
+            .unwrap();
+    for case in cases.as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let args: Vec<&str> = case["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|arg| arg.as_str().unwrap())
+            .collect();
+        let output = run(&args, case["stdin"].as_str());
+        let snapshot = format!(
+            "$ grail {}\nexit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
+            args.join(" "),
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        insta::assert_snapshot!(format!("cli-{name}"), snapshot);
+    }
+}
+
+#[test]
+fn sampled_strings_match() {
+    for grammar in ["testdata/cli/json.gbnf", "examples/tool-call.gbnf"] {
+        let output = run(&["sample", "-n", "20", "--seed", "7", "--max-len", "80", grammar], None);
+        assert_eq!(output.status.code(), Some(0));
+        let lines = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(lines.lines().count(), 20);
+        for line in lines.lines() {
+            let text: String = serde_json::from_str(line).unwrap();
+            let matched = run(&["match", grammar, "--", &text], None);
+            assert_eq!(matched.status.code(), Some(0), "{grammar}: {text:?} was sampled but does not match");
+        }
+        // The same seed gives the same strings.
+        let again = run(&["sample", "-n", "20", "--seed", "7", "--max-len", "80", grammar], None);
+        assert_eq!(String::from_utf8(again.stdout).unwrap(), lines);
+    }
+}

@@ -1,0 +1,68 @@
+//! Which rules to compile inline at their call sites instead of as calls.
+//!
+//! A call costs the matcher a frame, a caller link and a completion walk; inlining a
+//! small non-recursive rule (`ws`, `string`, `digit`) turns it into plain graph
+//! structure, so text inside it is matched without any rule bookkeeping. Recursive
+//! rules must stay calls (inlining them would not terminate), and size is capped so the
+//! graph stays proportional to the grammar.
+
+use grail_grammar::analysis::references;
+use grail_grammar::graph::strongly_connected_components;
+use grail_grammar::{Grammar, Symbol, SymbolKind};
+
+/// Largest estimated size (in nodes, after inlining its own callees) of a rule that is
+/// inlined at its call sites.
+pub(crate) const INLINE_MAX_NODES: u64 = 256;
+
+/// Deepest chain of rules inlined into one another; deeper calls stay calls, so
+/// compiling stays shallow on long chains of tiny rules.
+pub(crate) const INLINE_MAX_DEPTH: u32 = 32;
+
+/// `inline[rule]`: the rule is not recursive and small enough to inline.
+pub(crate) fn inlinable_rules(grammar: &Grammar) -> Vec<bool> {
+    let edges = references(grammar);
+    let components = strongly_connected_components(&edges);
+    let mut inline = vec![false; grammar.rules.len()];
+    let mut size = vec![u64::MAX; grammar.rules.len()];
+    // Tarjan's algorithm yields components callees-first, so a rule's callees are sized
+    // before it.
+    for component in components {
+        let [rule] = component.as_slice() else {
+            continue;
+        };
+        let rule = *rule as usize;
+        if edges[rule].contains(&(rule as u32)) {
+            continue;
+        }
+        let estimate: u64 = grammar.rules[rule]
+            .alternatives
+            .iter()
+            .flatten()
+            .map(|symbol| symbol_size(symbol, &inline, &size))
+            .fold(1, u64::saturating_add);
+        size[rule] = estimate;
+        inline[rule] = estimate <= INLINE_MAX_NODES;
+    }
+    inline
+}
+
+/// Estimated node count of a symbol, with inlinable callees counted at their size.
+fn symbol_size(symbol: &Symbol, inline: &[bool], size: &[u64]) -> u64 {
+    match &symbol.kind {
+        SymbolKind::Literal(text) => text.chars().count() as u64,
+        SymbolKind::Chars(_) | SymbolKind::Any | SymbolKind::Token(_) => 1,
+        SymbolKind::Rule(rule) if inline[rule.index()] => size[rule.index()],
+        SymbolKind::Rule(_) => 1,
+        SymbolKind::Group(alternatives) => alternatives
+            .iter()
+            .flatten()
+            .map(|symbol| symbol_size(symbol, inline, size))
+            .fold(1, u64::saturating_add),
+        SymbolKind::Repeat(repetition) => {
+            let copies = u64::from(repetition.max.unwrap_or(repetition.min).max(1));
+            symbol_size(&repetition.symbol, inline, size)
+                .saturating_add(1)
+                .saturating_mul(copies)
+        }
+    }
+}
