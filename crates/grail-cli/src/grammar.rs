@@ -20,7 +20,12 @@ pub fn load_grammar(path: &Path, root: &str) -> anyhow::Result<CompiledGrammar> 
             let valid = String::from_utf8_lossy(&input.bytes[..error.span.start as usize]);
             eprint!(
                 "{}",
-                render_human(&input.name, &valid, &[error.to_diagnostic()], stderr_wants_color())
+                render_human(
+                    &input.name,
+                    &valid,
+                    &[error.to_diagnostic()],
+                    stderr_wants_color()
+                )
             );
             bail!("`{}` is not a valid grammar", input.name);
         }
@@ -36,10 +41,11 @@ pub fn load_grammar(path: &Path, root: &str) -> anyhow::Result<CompiledGrammar> 
         .filter(|diagnostic| diagnostic.severity == Severity::Error)
         .collect();
     match report.grammar {
-        Some(grammar) if errors.is_empty() => {
-            Ok(CompiledGrammar::compile(&grammar, &CompileOptions::default())
-                .map_err(|error| anyhow::anyhow!("{}: {error}", input.name))?)
-        }
+        Some(grammar) if errors.is_empty() => Ok(CompiledGrammar::compile(
+            &grammar,
+            &CompileOptions::default(),
+        )
+        .map_err(|error| anyhow::anyhow!("{}: {error}", input.name))?),
         _ => {
             eprint!(
                 "{}",

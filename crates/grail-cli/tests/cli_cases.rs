@@ -33,9 +33,10 @@ fn run(args: &[&str], stdin: Option<&str>) -> std::process::Output {
 #[test]
 fn cli_cases() {
     let root = repository_root();
-    let cases: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join("testdata/cli/cases.json")).unwrap())
-            .unwrap();
+    let cases: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("testdata/cli/cases.json")).unwrap(),
+    )
+    .unwrap();
     for case in cases.as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
         let args: Vec<&str> = case["args"]
@@ -59,17 +60,45 @@ fn cli_cases() {
 #[test]
 fn sampled_strings_match() {
     for grammar in ["testdata/cli/json.gbnf", "examples/tool-call.gbnf"] {
-        let output = run(&["sample", "-n", "20", "--seed", "7", "--max-len", "80", grammar], None);
+        let output = run(
+            &[
+                "sample",
+                "-n",
+                "20",
+                "--seed",
+                "7",
+                "--max-len",
+                "80",
+                grammar,
+            ],
+            None,
+        );
         assert_eq!(output.status.code(), Some(0));
         let lines = String::from_utf8(output.stdout).unwrap();
         assert_eq!(lines.lines().count(), 20);
         for line in lines.lines() {
             let text: String = serde_json::from_str(line).unwrap();
             let matched = run(&["match", grammar, "--", &text], None);
-            assert_eq!(matched.status.code(), Some(0), "{grammar}: {text:?} was sampled but does not match");
+            assert_eq!(
+                matched.status.code(),
+                Some(0),
+                "{grammar}: {text:?} was sampled but does not match"
+            );
         }
         // The same seed gives the same strings.
-        let again = run(&["sample", "-n", "20", "--seed", "7", "--max-len", "80", grammar], None);
+        let again = run(
+            &[
+                "sample",
+                "-n",
+                "20",
+                "--seed",
+                "7",
+                "--max-len",
+                "80",
+                grammar,
+            ],
+            None,
+        );
         assert_eq!(String::from_utf8(again.stdout).unwrap(), lines);
     }
 }

@@ -20,8 +20,9 @@ fn json_grammar() -> String {
     if let Ok(text) = std::fs::read_to_string(upstream) {
         return text;
     }
-    let corpus = std::fs::read_to_string(repository_root().join("testdata/match/json-values.match"))
-        .expect("testdata/match/json-values.match");
+    let corpus =
+        std::fs::read_to_string(repository_root().join("testdata/match/json-values.match"))
+            .expect("testdata/match/json-values.match");
     corpus.split("\n---\n").next().unwrap().to_string()
 }
 
@@ -38,7 +39,9 @@ fn json_document(size: usize) -> Vec<u8> {
         state ^= state << 17;
         state % bound
     };
-    let words = ["alpha", "beta", "gamma", "delta", "tool", "call", "name", "value", "x y z", "é世"];
+    let words = [
+        "alpha", "beta", "gamma", "delta", "tool", "call", "name", "value", "x y z", "é世",
+    ];
     let mut out = String::from("{\"items\": [\n");
     let mut first = true;
     while out.len() < size {
@@ -73,7 +76,9 @@ fn matching_throughput(criterion: &mut Criterion) {
     {
         let mut matcher = Matcher::new(&grammar);
         matcher.set_history_limit(Some(0));
-        matcher.accept_bytes(&document).expect("the document matches");
+        matcher
+            .accept_bytes(&document)
+            .expect("the document matches");
         assert!(matcher.is_accepting());
     }
     let mut group = criterion.benchmark_group("match");
@@ -118,7 +123,10 @@ fn next_characters(criterion: &mut Criterion) {
     let grammar = CompiledGrammar::from_gbnf(&json_grammar()).unwrap();
     let mut group = criterion.benchmark_group("next_characters");
     for (name, prefix) in [
-        ("json_after_key", r#"{"name": "x", "count": 12, "tags": [1, 2], "key""#),
+        (
+            "json_after_key",
+            r#"{"name": "x", "count": 12, "tags": [1, 2], "key""#,
+        ),
         ("json_in_string", r#"{"name": "some text"#),
         ("json_after_value", r#"{"name": "x", "count": 12"#),
     ] {
@@ -137,10 +145,18 @@ fn compile(criterion: &mut Criterion) {
     });
     let c_path = repository_root().join("../shared/conformance/llama.cpp/grammars/c.gbnf");
     if let Ok(c) = std::fs::read_to_string(c_path) {
-        group.bench_function("c", |bench| bench.iter(|| CompiledGrammar::from_gbnf(&c).unwrap()));
+        group.bench_function("c", |bench| {
+            bench.iter(|| CompiledGrammar::from_gbnf(&c).unwrap())
+        });
     }
     group.finish();
 }
 
-criterion_group!(benches, matching_throughput, ambiguous_grammar, next_characters, compile);
+criterion_group!(
+    benches,
+    matching_throughput,
+    ambiguous_grammar,
+    next_characters,
+    compile
+);
 criterion_main!(benches);

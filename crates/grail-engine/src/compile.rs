@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
 
-
 use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
 use crate::limits::EngineLimits;
@@ -63,6 +62,9 @@ pub(crate) struct CompiledRule {
     pub(crate) start: NodeId,
 }
 
+/// Resolves a token's text (`think` in `<think>`) to its id in the vocabulary.
+pub type TokenResolver = dyn Fn(&str) -> Option<u32>;
+
 /// Options for [`CompiledGrammar::compile`].
 #[derive(Default)]
 pub struct CompileOptions<'a> {
@@ -70,7 +72,7 @@ pub struct CompileOptions<'a> {
     pub limits: EngineLimits,
     /// Resolves a token written by text (`<think>`) to its id; without a vocabulary,
     /// such tokens are a compile error.
-    pub resolve_token_text: Option<&'a dyn Fn(&str) -> Option<u32>>,
+    pub resolve_token_text: Option<&'a TokenResolver>,
 }
 
 /// A grammar compiled for matching: immutable, cheap to clone (shared), `Send + Sync`.
@@ -138,7 +140,12 @@ impl CompiledGrammar {
                 start,
             })
             .collect();
-        let productive = productive_nodes(&builder.nodes, &builder.split_targets, &rules, &builder.classes);
+        let productive = productive_nodes(
+            &builder.nodes,
+            &builder.split_targets,
+            &rules,
+            &builder.classes,
+        );
         Ok(CompiledGrammar {
             inner: Arc::new(GrammarGraph {
                 nodes: builder.nodes,
@@ -280,7 +287,11 @@ impl GraphBuilder<'_, '_> {
         Ok(start)
     }
 
-    fn symbol(&mut self, symbol: &grail_grammar::Symbol, next: NodeId) -> Result<NodeId, CompileError> {
+    fn symbol(
+        &mut self,
+        symbol: &grail_grammar::Symbol,
+        next: NodeId,
+    ) -> Result<NodeId, CompileError> {
         match &symbol.kind {
             SymbolKind::Literal(text) => {
                 let mut start = next;
@@ -425,7 +436,13 @@ fn productive_nodes(
     // A call needs two satisfied dependencies (counted twice when both are one node).
     let mut needed: Vec<u8> = nodes
         .iter()
-        .map(|node| if matches!(node, Node::Call { .. }) { 2 } else { 1 })
+        .map(|node| {
+            if matches!(node, Node::Call { .. }) {
+                2
+            } else {
+                1
+            }
+        })
         .collect();
     let mut productive = vec![false; count];
     let mut worklist: Vec<usize> = Vec::new();

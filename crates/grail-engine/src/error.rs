@@ -13,7 +13,9 @@ pub enum CompileError {
         diagnostics: Vec<Diagnostic>,
     },
     /// The compiled graph would exceed [`crate::EngineLimits::max_nodes`].
-    #[error("the compiled grammar exceeds the limit of {limit} nodes; reduce repetition counts or split large rules")]
+    #[error(
+        "the compiled grammar exceeds the limit of {limit} nodes; reduce repetition counts or split large rules"
+    )]
     TooLarge {
         /// The limit.
         limit: usize,
@@ -40,7 +42,9 @@ pub enum LimitExceeded {
         limit: usize,
     },
     /// The matcher state grew past [`crate::EngineLimits::max_state_items`].
-    #[error("the matcher state grew past {limit} items; lower the rollback history or simplify the grammar")]
+    #[error(
+        "the matcher state grew past {limit} items; lower the rollback history or simplify the grammar"
+    )]
     StateSize {
         /// The limit.
         limit: usize,

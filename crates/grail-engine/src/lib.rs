@@ -27,9 +27,10 @@ mod matcher;
 mod next;
 mod ranges;
 mod sample;
+mod step_cache;
 mod utf8;
 
-pub use compile::{CompileOptions, CompiledGrammar, TokenSet};
+pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};
 pub use error::{AcceptError, CompileError, LimitExceeded};
 pub use limits::EngineLimits;
 pub use matcher::Matcher;

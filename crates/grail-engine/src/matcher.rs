@@ -14,9 +14,12 @@
 //! earlier state exactly. With a history limit, older steps are dropped and unreachable
 //! frames are compacted away, so memory follows the live parse, not the input length.
 
+use std::sync::Arc;
+
 use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
+use crate::step_cache::{DEAD, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN};
 use crate::utf8::{Partial, Step};
 
 /// No link: the end of a frame's caller list.
@@ -61,6 +64,8 @@ struct StepRecord {
     accepting: bool,
     /// Bytes consumed since the start (or the last reset).
     offset: u64,
+    /// The cached state of this step's items, when they share one frame.
+    state: StateId,
 }
 
 /// Reusable buffers for computing a step.
@@ -73,6 +78,8 @@ struct Scratch {
     /// For each rule, the generation and frame of its call at the current step.
     rule_calls: Vec<(u64, u32)>,
     generation: u64,
+    /// The (node, partial) pairs of the step being closed, to intern as a state.
+    state_items: Vec<(NodeId, Partial)>,
 }
 
 /// An incremental matcher over a [`CompiledGrammar`]: feed it text, bytes or tokens, ask
@@ -88,6 +95,7 @@ pub struct Matcher {
     steps: Vec<StepRecord>,
     history_limit: Option<usize>,
     scratch: Scratch,
+    cache: Arc<StepCache>,
 }
 
 impl Matcher {
@@ -100,6 +108,7 @@ impl Matcher {
             items: Vec::new(),
             steps: Vec::new(),
             history_limit: None,
+            cache: Arc::default(),
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 ..Scratch::default()
@@ -130,7 +139,7 @@ impl Matcher {
             partial: Partial::NONE,
         });
         // The first step cannot exceed limits that matter: a grammar's own size bounds it.
-        if self.close_step(0, false).is_err() {
+        if self.close_step(0, false, None).is_err() {
             self.items.clear();
             self.steps.push(StepRecord {
                 items_start: 0,
@@ -139,6 +148,7 @@ impl Matcher {
                 links_len: 0,
                 accepting: false,
                 offset: 0,
+                state: NO_STATE,
             });
         }
     }
@@ -186,7 +196,9 @@ impl Matcher {
 
     /// True when the input ends inside a multi-byte character.
     pub fn in_partial_character(&self) -> bool {
-        self.current_items().iter().any(|item| !item.partial.is_none())
+        self.current_items()
+            .iter()
+            .any(|item| !item.partial.is_none())
     }
 
     /// Undoes the last `steps` steps (bytes, or special tokens). Returns false, changing
@@ -218,16 +230,69 @@ impl Matcher {
     /// accepted prefix, and the error says how many bytes of `bytes` that was.
     pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), AcceptError> {
         for (consumed, &byte) in bytes.iter().enumerate() {
-            self.scan_byte(byte);
-            if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
-                return Err(AcceptError::Rejected { consumed });
-            }
-            if let Err(limit) = self.close_step(1, false) {
-                return Err(AcceptError::Limit { limit, consumed });
+            match self.step_byte(byte) {
+                Ok(true) => {}
+                Ok(false) => return Err(AcceptError::Rejected { consumed }),
+                Err(limit) => return Err(AcceptError::Limit { limit, consumed }),
             }
             self.trim_history();
         }
         Ok(())
+    }
+
+    /// Advances by one byte as a new step; false (and no change) when no item accepts it.
+    /// Uses the step cache when the current items form a cached state.
+    fn step_byte(&mut self, byte: u8) -> Result<bool, LimitExceeded> {
+        let current = *self.current();
+        let mut transition_from = None;
+        if current.state < NO_STATE {
+            let frame = self.items[current.items_start as usize].frame;
+            match self.cache.transition(current.state, byte) {
+                DEAD => return Ok(false),
+                NOT_CACHEABLE => {}
+                UNKNOWN => transition_from = Some((current.state, byte, frame)),
+                target => {
+                    let limits = self.grammar.inner.limits;
+                    let state_size = self.items.len() + self.frames.len() + self.links.len();
+                    if state_size > limits.max_state_items {
+                        return Err(LimitExceeded::StateSize {
+                            limit: limits.max_state_items,
+                        });
+                    }
+                    let items_start = self.items.len() as u32;
+                    self.items
+                        .extend(
+                            self.cache
+                                .items(target)
+                                .iter()
+                                .map(|&(node, partial)| Item {
+                                    node,
+                                    frame,
+                                    partial,
+                                }),
+                        );
+                    self.steps.push(StepRecord {
+                        items_start,
+                        items_end: self.items.len() as u32,
+                        frames_len: current.frames_len,
+                        links_len: current.links_len,
+                        accepting: false,
+                        offset: current.offset + 1,
+                        state: target,
+                    });
+                    return Ok(true);
+                }
+            }
+        }
+        self.scan_byte(byte);
+        if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
+            if let Some((state, byte, _)) = transition_from {
+                Arc::make_mut(&mut self.cache).record(state, byte, DEAD);
+            }
+            return Ok(false);
+        }
+        self.close_step(1, false, transition_from)?;
+        Ok(true)
     }
 
     /// Accepts one whole token: token elements (`<[id]>`, `!<[id]>`) match its id, and the
@@ -281,28 +346,36 @@ impl Matcher {
             if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() && !accepting {
                 return Err(rejected);
             }
-            return self.close_step(0, accepting).map_err(limit);
+            return self.close_step(0, accepting, None).map_err(limit);
         }
         let start = self.steps.len();
-        for (index, &byte) in text.iter().enumerate() {
-            let last = index + 1 == text.len();
-            self.scan_byte(byte);
-            if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
-                // The text path is dead: only the id path can continue.
-                self.rollback(self.steps.len() - start);
-                if by_id.is_empty() {
-                    return Err(rejected);
-                }
-                self.scratch.kernel.clear();
-                self.scratch.kernel.extend_from_slice(by_id);
-                return self.close_step(text.len() as u64, false).map_err(limit);
+        let (last, leading) = text.split_last().expect("text is not empty");
+        let mut alive = true;
+        for &byte in leading {
+            if !self.step_byte(byte).map_err(limit)? {
+                alive = false;
+                break;
             }
-            if last {
-                self.scratch.kernel.extend_from_slice(by_id);
-            }
-            self.close_step(1, false).map_err(limit)?;
         }
-        Ok(())
+        if alive {
+            self.scan_byte(*last);
+            alive = !(self.scratch.kernel.is_empty() && self.scratch.carried.is_empty());
+        }
+        if !alive {
+            // The text path is dead: only the id path can continue.
+            self.rollback(self.steps.len() - start);
+            if by_id.is_empty() {
+                return Err(rejected);
+            }
+            self.scratch.carried.clear();
+            self.scratch.kernel.clear();
+            self.scratch.kernel.extend_from_slice(by_id);
+            return self
+                .close_step(text.len() as u64, false, None)
+                .map_err(limit);
+        }
+        self.scratch.kernel.extend_from_slice(by_id);
+        self.close_step(1, false, None).map_err(limit)
     }
 
     fn current(&self) -> &StepRecord {
@@ -361,7 +434,14 @@ impl Matcher {
 
     /// Closes `scratch.kernel` under prediction and completion and records the new step,
     /// with `scratch.carried` items added as they are.
-    fn close_step(&mut self, bytes: u64, accepting_already: bool) -> Result<(), LimitExceeded> {
+    /// `transition_from` is the cached state, byte and frame this step starts from, when
+    /// the transition is not known yet: it is recorded once the step is computed.
+    fn close_step(
+        &mut self,
+        bytes: u64,
+        accepting_already: bool,
+        transition_from: Option<(StateId, u8, u32)>,
+    ) -> Result<(), LimitExceeded> {
         let graph: &GrammarGraph = &self.grammar.inner;
         let limits = graph.limits;
         let frames_before = self.frames.len();
@@ -374,6 +454,7 @@ impl Matcher {
         scratch.seen.clear(graph.nodes.len());
         scratch.worklist.clear();
         let mut accepting = accepting_already;
+        let mut calls_or_returns = false;
         for item in scratch.carried.drain(..) {
             if scratch.seen.insert(item) {
                 self.items.push(item);
@@ -397,6 +478,7 @@ impl Matcher {
                     }
                 }
                 Node::Call { rule, next } => {
+                    calls_or_returns = true;
                     let (called_at, existing) = scratch.rule_calls[rule as usize];
                     let callee = if called_at == generation {
                         existing
@@ -423,6 +505,7 @@ impl Matcher {
                     }
                 }
                 Node::Return => {
+                    calls_or_returns = true;
                     let frame = &mut self.frames[item.frame as usize];
                     frame.completed = true;
                     accepting |= frame.is_root;
@@ -453,6 +536,28 @@ impl Matcher {
             self.links.truncate(links_before);
             return Err(error);
         }
+        // Intern the new item set as a cached state when it lies in one frame, and
+        // remember the transition when it stayed inside that frame.
+        let new_items = &self.items[items_start..];
+        let single_frame = new_items
+            .first()
+            .map(|first| first.frame)
+            .filter(|&frame| new_items.iter().all(|item| item.frame == frame));
+        let mut state = NO_STATE;
+        if let Some(frame) = single_frame {
+            scratch.state_items.clear();
+            scratch
+                .state_items
+                .extend(new_items.iter().map(|item| (item.node, item.partial)));
+            let cache = Arc::make_mut(&mut self.cache);
+            state = cache.intern(&scratch.state_items);
+            if let Some((from, byte, from_frame)) = transition_from {
+                let pure = !calls_or_returns && frame == from_frame && state != NO_STATE;
+                cache.record(from, byte, if pure { state } else { NOT_CACHEABLE });
+            }
+        } else if let Some((from, byte, _)) = transition_from {
+            Arc::make_mut(&mut self.cache).record(from, byte, NOT_CACHEABLE);
+        }
         self.steps.push(StepRecord {
             items_start: items_start as u32,
             items_end: self.items.len() as u32,
@@ -460,6 +565,7 @@ impl Matcher {
             links_len: self.links.len() as u32,
             accepting,
             offset,
+            state,
         });
         Ok(())
     }
@@ -515,27 +621,17 @@ impl Matcher {
                 link_index[link as usize]
             }
         };
-        let mut write = 0;
-        for read in 0..self.frames.len() {
-            if live_frames[read] {
-                let mut frame = self.frames[read];
-                frame.callers = remap_link(frame.callers);
-                self.frames[write] = frame;
-                write += 1;
-            }
-        }
-        self.frames.truncate(write);
-        let mut write = 0;
-        for read in 0..self.links.len() {
-            if live_links[read] {
-                let mut link = self.links[read];
-                link.frame = frame_index[link.frame as usize];
-                link.older = remap_link(link.older);
-                self.links[write] = link;
-                write += 1;
-            }
-        }
-        self.links.truncate(write);
+        let mut live = live_frames.iter();
+        self.frames.retain_mut(|frame| {
+            frame.callers = remap_link(frame.callers);
+            *live.next().expect("one flag per frame")
+        });
+        let mut live = live_links.iter();
+        self.links.retain_mut(|link| {
+            link.frame = frame_index[link.frame as usize];
+            link.older = remap_link(link.older);
+            *live.next().expect("one flag per link")
+        });
         for item in &mut self.items {
             item.frame = frame_index[item.frame as usize];
         }
@@ -574,7 +670,10 @@ fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
 /// True when a consuming node accepts the code point.
 pub(crate) fn edge_matches(graph: &GrammarGraph, node: Node, code_point: u32) -> bool {
     match node {
-        Node::Char { code_point: expected, .. } => expected == code_point,
+        Node::Char {
+            code_point: expected,
+            ..
+        } => expected == code_point,
         Node::Class { set, .. } if code_point < 128 => {
             graph.class_ascii[set as usize] >> code_point & 1 == 1
         }

@@ -52,7 +52,8 @@ impl Matcher {
             if !item.partial.is_none() {
                 let (low, high) = item.partial.code_point_range();
                 let edge = edge_set(self, node);
-                positive = positive.union(&edge.intersection(&ScalarSet::from_ranges([(low, high)])));
+                positive =
+                    positive.union(&edge.intersection(&ScalarSet::from_ranges([(low, high)])));
                 continue;
             }
             match node {

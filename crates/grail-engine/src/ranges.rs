@@ -204,9 +204,15 @@ mod tests {
             assert_eq!(a.union(&b).contains(code_point), in_a || in_b);
             assert_eq!(a.intersection(&b).contains(code_point), in_a && in_b);
             assert_eq!(a.difference(&b).contains(code_point), in_a && !in_b);
-            assert_eq!(a.complement().contains(code_point), is_scalar(code_point) && !in_a);
+            assert_eq!(
+                a.complement().contains(code_point),
+                is_scalar(code_point) && !in_a
+            );
         }
-        assert_eq!(a.len(), 7 + 6 + (0xD7FF - 0xD700 + 1) + (0xE010 - 0xE000 + 1));
+        assert_eq!(
+            a.len(),
+            7 + 6 + (0xD7FF - 0xD700 + 1) + (0xE010 - 0xE000 + 1)
+        );
         assert_eq!(ScalarSet::all().len(), 0x110000 - 0x800);
         assert_eq!(a.complement().complement(), a);
     }

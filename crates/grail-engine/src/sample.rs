@@ -121,7 +121,8 @@ impl Sampler {
                 }
                 Node::Class { set, next } => {
                     let class = &graph.classes[set as usize];
-                    let printable = class.intersection(&crate::ScalarSet::from_ranges([(0x20, 0x7E)]));
+                    let printable =
+                        class.intersection(&crate::ScalarSet::from_ranges([(0x20, 0x7E)]));
                     let pool = if !printable.is_empty() && rng.random_ratio(3, 4) {
                         &printable
                     } else {
@@ -145,7 +146,10 @@ impl Sampler {
                 Node::Token { set, next } => {
                     let token_set = &graph.token_sets[set as usize];
                     let id = if token_set.negated {
-                        let bound = token_set.ids.last().map_or(16, |&last| last.saturating_add(16));
+                        let bound = token_set
+                            .ids
+                            .last()
+                            .map_or(16, |&last| last.saturating_add(16));
                         loop {
                             let candidate = rng.random_range(0..=bound);
                             if token_set.matches(candidate) {
@@ -211,7 +215,8 @@ impl Output {
 
     fn push_token(&mut self, id: u32) {
         if !self.text.is_empty() {
-            self.segments.push(Segment::Text(std::mem::take(&mut self.text)));
+            self.segments
+                .push(Segment::Text(std::mem::take(&mut self.text)));
         }
         self.segments.push(Segment::Token(id));
     }

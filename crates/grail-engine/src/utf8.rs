@@ -136,7 +136,10 @@ mod tests {
 
     #[test]
     fn agrees_with_the_standard_library_on_every_scalar() {
-        for code_point in (0..=MAX_SCALAR).step_by(7).chain([0x7F, 0x80, 0x7FF, 0x800, 0xFFFF]) {
+        for code_point in (0..=MAX_SCALAR)
+            .step_by(7)
+            .chain([0x7F, 0x80, 0x7FF, 0x800, 0xFFFF])
+        {
             if let Some(character) = char::from_u32(code_point) {
                 let mut buffer = [0; 4];
                 let encoded = character.encode_utf8(&mut buffer);
@@ -187,11 +190,15 @@ mod tests {
             let mut buffer = [0; 4];
             let lead = character.encode_utf8(&mut buffer).as_bytes()[0];
             let code_point = u32::from(character);
-            let entry = seen_per_lead.entry(lead).or_insert((code_point, code_point, 0));
+            let entry = seen_per_lead
+                .entry(lead)
+                .or_insert((code_point, code_point, 0));
             entry.1 = code_point;
             entry.2 += 1;
         }
-        for (lead, (first, last, count)) in seen_per_lead.into_iter().filter(|(lead, _)| *lead >= 0xC2) {
+        for (lead, (first, last, count)) in
+            seen_per_lead.into_iter().filter(|(lead, _)| *lead >= 0xC2)
+        {
             assert_eq!(range_after(&[lead]), (first, last), "{lead:x}");
             assert_eq!(count, last - first + 1, "{lead:x}");
         }

@@ -36,15 +36,19 @@ fn matches(grammar: &CompiledGrammar, input: &Value) -> bool {
     };
     let fed = match input {
         Value::String(text) => feed_text(&mut matcher, text),
-        Value::Object(object) => object["segments"].as_array().unwrap().iter().all(|segment| {
-            if let Some(text) = segment["text"].as_str() {
-                feed_text(&mut matcher, text)
-            } else {
-                let id = segment["token"].as_u64().unwrap() as u32;
-                let piece = format!("<[{id}]>");
-                matcher.accept_token(id, Some(piece.as_bytes())).is_ok()
-            }
-        }),
+        Value::Object(object) => object["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|segment| {
+                if let Some(text) = segment["text"].as_str() {
+                    feed_text(&mut matcher, text)
+                } else {
+                    let id = segment["token"].as_u64().unwrap() as u32;
+                    let piece = format!("<[{id}]>");
+                    matcher.accept_token(id, Some(piece.as_bytes())).is_ok()
+                }
+            }),
         other => panic!("unexpected test string {other}"),
     };
     fed && matcher.is_accepting()

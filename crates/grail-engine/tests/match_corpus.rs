@@ -99,7 +99,9 @@ fn check_prefixes(grammar: &CompiledGrammar, text: &str, failures: &mut Vec<Stri
     for (length, _) in text.char_indices().rev() {
         matcher.rollback(matcher.history_len() - length);
         let mut fresh = Matcher::new(grammar);
-        fresh.accept_str(&text[..length]).expect("a prefix of an accepted text");
+        fresh
+            .accept_str(&text[..length])
+            .expect("a prefix of an accepted text");
         if !fresh.is_viable()
             || fresh.is_accepting() != matcher.is_accepting()
             || fresh.next_characters() != matcher.next_characters()
@@ -181,7 +183,10 @@ fn match_corpus() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_directory())
         .expect("testdata/match")
         .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "match"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "match")
+        })
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no corpus files");
@@ -190,6 +195,10 @@ fn match_corpus() {
     for file in &files {
         cases += run_file(file, &mut failures);
     }
-    println!("match corpus: {cases} cases in {} files, {} failed", files.len(), failures.len());
+    println!(
+        "match corpus: {cases} cases in {} files, {} failed",
+        files.len(),
+        failures.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -23,9 +23,13 @@ fn term(rules: usize) -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(3, 12, 3, |inner| {
         prop_oneof![
-            (inner.clone(), prop::sample::select(vec!["*", "+", "?", "{2}", "{0,2}", "{1,}"]))
+            (
+                inner.clone(),
+                prop::sample::select(vec!["*", "+", "?", "{2}", "{0,2}", "{1,}"])
+            )
                 .prop_map(|(term, quantifier)| format!("({term}){quantifier}")),
-            prop::collection::vec(inner.clone(), 1..3).prop_map(|terms| format!("({})", terms.join(" "))),
+            prop::collection::vec(inner.clone(), 1..3)
+                .prop_map(|terms| format!("({})", terms.join(" "))),
             prop::collection::vec(inner, 2..3).prop_map(|terms| format!("({})", terms.join(" | "))),
         ]
     })
@@ -41,11 +45,17 @@ fn grammar_text() -> impl Strategy<Value = String> {
         .prop_map(|bodies| {
             let mut text = String::from("root ::= r0\n");
             for (index, alternatives) in bodies.iter().enumerate() {
-                let alternatives: Vec<String> =
-                    alternatives.iter().map(|sequence| {
+                let alternatives: Vec<String> = alternatives
+                    .iter()
+                    .map(|sequence| {
                         // An empty body would continue onto the next line in GBNF.
-                        if sequence.is_empty() { "\"\"".to_string() } else { sequence.join(" ") }
-                    }).collect();
+                        if sequence.is_empty() {
+                            "\"\"".to_string()
+                        } else {
+                            sequence.join(" ")
+                        }
+                    })
+                    .collect();
                 text.push_str(&format!("r{index} ::= {}\n", alternatives.join(" | ")));
             }
             text
