@@ -1,0 +1,116 @@
+//! Pathological grammars and inputs end in errors within the documented limits, never in
+//! a hang, a crash or unbounded memory.
+
+use grail_engine::{
+    AcceptError, CompileError, CompileOptions, CompiledGrammar, EngineLimits, LimitExceeded,
+    Matcher,
+};
+use proptest::prelude::*;
+
+fn compile_with(source: &str, limits: EngineLimits) -> Result<CompiledGrammar, CompileError> {
+    let report = grail_grammar::check(source, &grail_grammar::CheckOptions::default());
+    let grammar = report.grammar.expect("a valid grammar");
+    CompiledGrammar::compile(
+        &grammar,
+        &CompileOptions {
+            limits,
+            ..CompileOptions::default()
+        },
+    )
+}
+
+#[test]
+fn an_ambiguous_grammar_hits_the_per_step_limit_instead_of_slowing_down() {
+    let limits = EngineLimits {
+        max_items_per_step: 2_000,
+        ..EngineLimits::default()
+    };
+    let grammar = compile_with(r#"root ::= "a" root "b" | "a" root |"#, limits).unwrap();
+    let mut matcher = Matcher::new(&grammar);
+    let text = format!("{}{}", "a".repeat(5_000), "b".repeat(5_000));
+    match matcher.accept_str(&text) {
+        Err(AcceptError::Limit {
+            limit: LimitExceeded::ItemsPerStep { limit: 2_000 },
+            consumed,
+        }) => {
+            // The matcher stays usable at the last good step.
+            assert!(consumed > 0);
+            assert_eq!(matcher.offset(), consumed as u64);
+            assert!(matcher.is_viable());
+        }
+        other => panic!("expected the item limit, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_state_limit_bounds_memory_with_full_history() {
+    let limits = EngineLimits {
+        max_state_items: 50_000,
+        ..EngineLimits::default()
+    };
+    let grammar = compile_with(r#"root ::= [a-z]*"#, limits).unwrap();
+    let mut matcher = Matcher::new(&grammar);
+    let error = matcher.accept_str(&"x".repeat(200_000)).unwrap_err();
+    assert!(matches!(error, AcceptError::Limit { limit: LimitExceeded::StateSize { .. }, .. }));
+    // With a history limit, the same input streams in constant memory.
+    let mut streaming = Matcher::new(&grammar);
+    streaming.set_history_limit(Some(8));
+    streaming.accept_str(&"x".repeat(200_000)).unwrap();
+    assert!(streaming.is_accepting());
+    assert!(streaming.rollback(8));
+    assert!(!streaming.rollback(100));
+}
+
+#[test]
+fn a_huge_repetition_is_refused_at_compile_time() {
+    let limits = EngineLimits {
+        max_nodes: 100_000,
+        ..EngineLimits::default()
+    };
+    let error = compile_with(r#"root ::= ("a"{0,1000}){0,1000}"#, limits).unwrap_err();
+    assert_eq!(error, CompileError::TooLarge { limit: 100_000 });
+}
+
+#[test]
+fn deep_nesting_in_the_input_needs_no_recursion() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "(" root ")" |"#).unwrap();
+    let depth = 20_000;
+    let text = format!("{}{}", "(".repeat(depth), ")".repeat(depth));
+    let mut matcher = Matcher::new(&grammar);
+    matcher.set_history_limit(Some(0));
+    matcher.accept_str(&text).unwrap();
+    assert!(matcher.is_accepting());
+}
+
+#[test]
+fn long_chains_of_rules_compile_without_deep_recursion() {
+    let mut source = String::from("root ::= r0\n");
+    for index in 0..5_000 {
+        source.push_str(&format!("r{index} ::= \"x\" r{}\n", index + 1));
+    }
+    source.push_str("r5000 ::= \"end\"\n");
+    let grammar = CompiledGrammar::from_gbnf(&source).unwrap();
+    let mut matcher = Matcher::new(&grammar);
+    matcher.accept_str(&format!("{}end", "x".repeat(5_000))).unwrap();
+    assert!(matcher.is_accepting());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_and_tokens_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64), id in 0u32..20) {
+        let grammar = CompiledGrammar::from_gbnf(
+            "root ::= (obj | [^x] | <[5]> | !<[7]> \"é\")*\nobj ::= \"{\" root \"}\"",
+        ).unwrap();
+        let mut matcher = Matcher::new(&grammar);
+        let _ = matcher.accept_bytes(&bytes);
+        let _ = matcher.accept_token(id, Some(&bytes[..bytes.len().min(3)]));
+        let _ = matcher.accept_token(id, None);
+        let _ = matcher.next_characters();
+        let _ = matcher.forced(8);
+        let history = matcher.history_len();
+        prop_assert!(matcher.rollback(history));
+        prop_assert_eq!(matcher.offset(), 0);
+    }
+}
