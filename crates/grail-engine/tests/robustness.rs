@@ -51,7 +51,13 @@ fn the_state_limit_bounds_memory_with_full_history() {
     let grammar = compile_with(r#"root ::= [a-z]*"#, limits).unwrap();
     let mut matcher = Matcher::new(&grammar);
     let error = matcher.accept_str(&"x".repeat(200_000)).unwrap_err();
-    assert!(matches!(error, AcceptError::Limit { limit: LimitExceeded::StateSize { .. }, .. }));
+    assert!(matches!(
+        error,
+        AcceptError::Limit {
+            limit: LimitExceeded::StateSize { .. },
+            ..
+        }
+    ));
     // With a history limit, the same input streams in constant memory.
     let mut streaming = Matcher::new(&grammar);
     streaming.set_history_limit(Some(8));
@@ -91,7 +97,9 @@ fn long_chains_of_rules_compile_without_deep_recursion() {
     source.push_str("r5000 ::= \"end\"\n");
     let grammar = CompiledGrammar::from_gbnf(&source).unwrap();
     let mut matcher = Matcher::new(&grammar);
-    matcher.accept_str(&format!("{}end", "x".repeat(5_000))).unwrap();
+    matcher
+        .accept_str(&format!("{}end", "x".repeat(5_000)))
+        .unwrap();
     assert!(matcher.is_accepting());
 }
 
