@@ -10,13 +10,13 @@
 //! assert_eq!(matcher.forced(8), "s");
 //! ```
 
-pub use grail_grammar::{
-    BuildError, CharSet, CheckOptions, CheckReport, Expr, Grammar, GrammarBuilder, Limits, Target,
-    check, print_grammar,
-};
 pub use grail_engine::{
     AcceptError, CompileError, CompileOptions, CompiledGrammar, EngineLimits, LimitExceeded,
     Matcher, NextCharacters, NextRule, Sampler, ScalarSet, Segment,
+};
+pub use grail_grammar::{
+    BuildError, CharSet, CheckOptions, CheckReport, Expr, Grammar, GrammarBuilder, Limits, Target,
+    check, print_grammar,
 };
 pub use grail_syntax::{Diagnostic, ParseLimits, Severity, Span, format, parse};
 
