@@ -65,7 +65,7 @@ pub fn from_neutral_json(path: &Path, json: serde_json::Value) -> Result<Vocabul
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())
