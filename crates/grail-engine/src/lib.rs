@@ -23,6 +23,7 @@ mod error;
 mod inline;
 mod item_set;
 mod limits;
+mod mask;
 mod matcher;
 mod next;
 mod ranges;
@@ -32,6 +33,7 @@ mod utf8;
 
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};
 pub use error::{AcceptError, CompileError, LimitExceeded};
+pub use grail_vocab::{TokenBitmask, VocabularyIndex};
 pub use limits::EngineLimits;
 pub use matcher::Matcher;
 pub use next::{NextCharacters, NextRule};

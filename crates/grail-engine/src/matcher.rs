@@ -16,6 +16,8 @@
 
 use std::sync::Arc;
 
+use grail_vocab::VocabularyIndex;
+
 use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
@@ -96,6 +98,13 @@ pub struct Matcher {
     history_limit: Option<usize>,
     scratch: Scratch,
     cache: Arc<StepCache>,
+    /// The vocabulary tokens are taken from, for masks and `accept_token`.
+    pub(crate) vocabulary: Option<Arc<VocabularyIndex>>,
+    /// For each accepted token still in the history, the absolute number of the step
+    /// before it (steps dropped by the history limit included).
+    pub(crate) token_starts: Vec<u64>,
+    /// Steps dropped from the front of the history so far.
+    pub(crate) steps_dropped: u64,
 }
 
 impl Matcher {
@@ -109,6 +118,9 @@ impl Matcher {
             steps: Vec::new(),
             history_limit: None,
             cache: Arc::default(),
+            vocabulary: None,
+            token_starts: Vec::new(),
+            steps_dropped: 0,
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 ..Scratch::default()
@@ -159,6 +171,8 @@ impl Matcher {
         self.links.clear();
         self.items.clear();
         self.steps.clear();
+        self.token_starts.clear();
+        self.steps_dropped = 0;
         self.scratch.kernel.clear();
         self.start();
     }
@@ -208,6 +222,14 @@ impl Matcher {
             return false;
         }
         self.steps.truncate(self.steps.len() - steps);
+        let absolute = self.steps_dropped + self.steps.len() as u64;
+        while self
+            .token_starts
+            .last()
+            .is_some_and(|&start| start >= absolute)
+        {
+            self.token_starts.pop();
+        }
         let current = *self.current();
         self.items.truncate(current.items_end as usize);
         self.frames.truncate(current.frames_len as usize);
@@ -242,7 +264,7 @@ impl Matcher {
 
     /// Advances by one byte as a new step; false (and no change) when no item accepts it.
     /// Uses the step cache when the current items form a cached state.
-    fn step_byte(&mut self, byte: u8) -> Result<bool, LimitExceeded> {
+    pub(crate) fn step_byte(&mut self, byte: u8) -> Result<bool, LimitExceeded> {
         let current = *self.current();
         let mut transition_from = None;
         if current.state < NO_STATE {
@@ -298,7 +320,7 @@ impl Matcher {
     /// Accepts one whole token: token elements (`<[id]>`, `!<[id]>`) match its id, and the
     /// rest of the grammar matches its text. `text` is `None` for special tokens, which
     /// only token elements match. All or nothing: on rejection nothing changes.
-    pub fn accept_token(&mut self, id: u32, text: Option<&[u8]>) -> Result<(), AcceptError> {
+    pub fn accept_token_piece(&mut self, id: u32, text: Option<&[u8]>) -> Result<(), AcceptError> {
         let before = self.steps.len();
         let graph: &GrammarGraph = &self.grammar.inner;
         let mut by_id: Vec<Item> = Vec::new();
@@ -314,8 +336,17 @@ impl Matcher {
                 });
             }
         }
-        let text = text.unwrap_or_default();
-        let result = self.accept_token_text(text, &by_id);
+        let result = match text {
+            Some(text) => self.token_text_path(text, &by_id),
+            None if by_id.is_empty() => Err(AcceptError::Rejected { consumed: 0 }),
+            None => {
+                self.scratch.carried.clear();
+                self.scratch.kernel.clear();
+                self.scratch.kernel.extend_from_slice(&by_id);
+                self.close_step(0, false, None)
+                    .map_err(|limit| AcceptError::Limit { limit, consumed: 0 })
+            }
+        };
         match result {
             Ok(()) => {
                 self.trim_history();
@@ -333,7 +364,7 @@ impl Matcher {
 
     /// The text path of a token, one step per byte, with the id path's items joining at
     /// the last step.
-    fn accept_token_text(&mut self, text: &[u8], by_id: &[Item]) -> Result<(), AcceptError> {
+    fn token_text_path(&mut self, text: &[u8], by_id: &[Item]) -> Result<(), AcceptError> {
         let rejected = AcceptError::Rejected { consumed: 0 };
         let limit = |limit| AcceptError::Limit { limit, consumed: 0 };
         if text.is_empty() {
@@ -376,6 +407,24 @@ impl Matcher {
         }
         self.scratch.kernel.extend_from_slice(by_id);
         self.close_step(1, false, None).map_err(limit)
+    }
+
+    /// Steps taken since the start, dropped ones included.
+    pub(crate) fn absolute_step_count(&self) -> u64 {
+        self.steps_dropped + self.steps.len() as u64
+    }
+
+    /// Records the end of generation: a step where nothing more can come but the end.
+    pub(crate) fn end_generation(&mut self) {
+        let current = *self.current();
+        let items_start = self.items.len() as u32;
+        self.steps.push(StepRecord {
+            items_start,
+            items_end: items_start,
+            accepting: true,
+            state: NO_STATE,
+            ..current
+        });
     }
 
     fn current(&self) -> &StepRecord {
@@ -583,6 +632,10 @@ impl Matcher {
         let drop = self.steps.len() - keep;
         let items_base = self.steps[drop].items_start as usize;
         self.steps.drain(..drop);
+        self.steps_dropped += drop as u64;
+        // A token whose start step is gone can no longer be rolled back.
+        let first_kept = self.steps_dropped;
+        self.token_starts.retain(|&start| start > first_kept);
         self.items.drain(..items_base);
         for step in &mut self.steps {
             step.items_start -= items_base as u32;

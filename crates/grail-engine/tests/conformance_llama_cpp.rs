@@ -31,7 +31,7 @@ fn matches(grammar: &CompiledGrammar, input: &Value) -> bool {
         text.chars().all(|character| {
             let mut buffer = [0; 4];
             let piece = character.encode_utf8(&mut buffer).as_bytes();
-            matcher.accept_token(0, Some(piece)).is_ok()
+            matcher.accept_token_piece(0, Some(piece)).is_ok()
         })
     };
     let fed = match input {
@@ -46,7 +46,9 @@ fn matches(grammar: &CompiledGrammar, input: &Value) -> bool {
                 } else {
                     let id = segment["token"].as_u64().unwrap() as u32;
                     let piece = format!("<[{id}]>");
-                    matcher.accept_token(id, Some(piece.as_bytes())).is_ok()
+                    matcher
+                        .accept_token_piece(id, Some(piece.as_bytes()))
+                        .is_ok()
                 }
             }),
         other => panic!("unexpected test string {other}"),

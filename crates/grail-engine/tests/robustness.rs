@@ -113,8 +113,8 @@ proptest! {
         ).unwrap();
         let mut matcher = Matcher::new(&grammar);
         let _ = matcher.accept_bytes(&bytes);
-        let _ = matcher.accept_token(id, Some(&bytes[..bytes.len().min(3)]));
-        let _ = matcher.accept_token(id, None);
+        let _ = matcher.accept_token_piece(id, Some(&bytes[..bytes.len().min(3)]));
+        let _ = matcher.accept_token_piece(id, None);
         let _ = matcher.next_characters();
         let _ = matcher.forced(8);
         let history = matcher.history_len();

@@ -18,18 +18,24 @@
 //! assert!(vocabulary.is_end_of_generation(0));
 //! ```
 
+mod bitmask;
 mod byte_level;
 mod error;
 mod gguf;
 mod hf;
+mod index;
 mod neutral;
+mod trie;
 mod vocabulary;
 
 use std::path::Path;
 
+pub use bitmask::TokenBitmask;
 pub use byte_level::{ByteLevelDecoder, byte_to_char};
 pub use error::VocabError;
 pub use gguf::from_gguf;
+pub use index::VocabularyIndex;
+pub use trie::{TokenTrie, TrieNode};
 pub use vocabulary::{END_OF_GENERATION_TEXTS, TokenKind, Vocabulary};
 
 /// Loads a vocabulary from a `tokenizer.json`, a `.gguf` file or a `vocab.json`.

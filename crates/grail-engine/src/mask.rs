@@ -1,0 +1,227 @@
+//! Token masks: which tokens of a vocabulary the grammar allows next.
+//!
+//! A token is allowed when token elements match its id (`<[id]>`, `!<[id]>`), or, for a
+//! text token, when its bytes are a viable continuation (a prefix of some valid text: it
+//! may end inside a character). End-of-generation tokens are allowed exactly when the
+//! grammar may end. Special tokens are never matched as text.
+//!
+//! The text part walks the vocabulary's token trie depth first, one matcher step per trie
+//! node, and skips the subtree of any byte the grammar refuses; the step cache makes the
+//! steps inside strings, numbers and white space table lookups. The walk leaves the
+//! matcher exactly where it was (it rolls every step back).
+
+use std::sync::Arc;
+
+use grail_vocab::{TokenBitmask, VocabularyIndex};
+
+use crate::compile::{CompiledGrammar, Node};
+use crate::error::AcceptError;
+use crate::matcher::Matcher;
+
+impl Matcher {
+    /// A matcher whose tokens come from `vocabulary`: enables [`Matcher::accept_token`],
+    /// [`Matcher::fill_mask`], [`Matcher::is_token_allowed`] and
+    /// [`Matcher::rollback_tokens`].
+    pub fn with_vocabulary(grammar: &CompiledGrammar, vocabulary: Arc<VocabularyIndex>) -> Matcher {
+        let mut matcher = Matcher::new(grammar);
+        matcher.vocabulary = Some(vocabulary);
+        matcher
+    }
+
+    /// The vocabulary, when the matcher has one.
+    pub fn vocabulary(&self) -> Option<&Arc<VocabularyIndex>> {
+        self.vocabulary.as_ref()
+    }
+
+    fn index(&self) -> Arc<VocabularyIndex> {
+        self.vocabulary
+            .clone()
+            .expect("token operations need a matcher made with Matcher::with_vocabulary")
+    }
+
+    /// Accepts token `id` of the vocabulary: by id for token elements, by its bytes for
+    /// the rest of the grammar; an end-of-generation token when the grammar may end (the
+    /// matcher then accepts nothing more but end of generation). All or nothing.
+    ///
+    /// # Panics
+    /// Without a vocabulary (see [`Matcher::with_vocabulary`]).
+    pub fn accept_token(&mut self, id: u32) -> Result<(), AcceptError> {
+        let index = self.index();
+        let vocabulary = index.vocabulary();
+        if id as usize >= vocabulary.len() {
+            return Err(AcceptError::Rejected { consumed: 0 });
+        }
+        let start = self.absolute_step_count();
+        let matched = self.accept_token_piece(id, vocabulary.text(id));
+        let result = match matched {
+            Err(AcceptError::Rejected { .. })
+                if vocabulary.is_end_of_generation(id) && self.is_accepting() =>
+            {
+                self.end_generation();
+                Ok(())
+            }
+            other => other,
+        };
+        if result.is_ok() {
+            self.token_starts.push(start);
+        }
+        result
+    }
+
+    /// Undoes the last `tokens` tokens accepted with [`Matcher::accept_token`] (and any
+    /// text accepted after them). False, changing nothing, when fewer are in the history.
+    pub fn rollback_tokens(&mut self, tokens: usize) -> bool {
+        if tokens == 0 {
+            return true;
+        }
+        if tokens > self.token_starts.len() {
+            return false;
+        }
+        let start = self.token_starts[self.token_starts.len() - tokens];
+        let keep = start - self.steps_dropped;
+        self.rollback(self.history_len() + 1 - keep as usize)
+    }
+
+    /// True when token `id` may come next (cheaper than a full mask: check the sampled
+    /// token first, and fill the mask only when it is refused).
+    pub fn is_token_allowed(&mut self, id: u32) -> bool {
+        let index = self.index();
+        let vocabulary = index.vocabulary();
+        if id as usize >= vocabulary.len() {
+            return false;
+        }
+        if self.token_element_allows(id) {
+            return true;
+        }
+        if vocabulary.is_end_of_generation(id) && self.is_accepting() {
+            return true;
+        }
+        let Some(text) = vocabulary.text(id) else {
+            return false;
+        };
+        if text.is_empty() {
+            return self.is_viable();
+        }
+        let mut stepped = 0;
+        let mut alive = true;
+        for &byte in text {
+            match self.step_byte(byte) {
+                Ok(true) => stepped += 1,
+                _ => {
+                    alive = false;
+                    break;
+                }
+            }
+        }
+        self.rollback(stepped);
+        alive
+    }
+
+    /// Sets `mask` to the tokens allowed next (clearing the rest).
+    ///
+    /// # Panics
+    /// Without a vocabulary, or when `mask` is smaller than the vocabulary.
+    pub fn fill_mask(&mut self, mask: &mut TokenBitmask) {
+        let index = self.index();
+        let vocabulary = index.vocabulary();
+        assert!(
+            mask.len() >= vocabulary.len(),
+            "the mask is smaller than the vocabulary"
+        );
+        mask.clear();
+        self.fill_token_elements(mask, vocabulary.len() as u32);
+        if self.is_accepting() {
+            for &id in vocabulary.end_of_generation() {
+                mask.set(id);
+            }
+        }
+        let graph = self.graph();
+        let has_text_items = self
+            .current_items()
+            .iter()
+            .any(|item| !matches!(graph.nodes[item.node as usize], Node::Token { .. }));
+        if has_text_items {
+            self.walk_trie(&index, mask);
+        }
+        if self.is_viable() {
+            for &id in index.empty_text_ids() {
+                mask.set(id);
+            }
+        }
+    }
+
+    /// Depth-first walk of the token trie from the current state.
+    fn walk_trie(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
+        let trie = index.trie();
+        let nodes = trie.nodes();
+        let mut depth = 0u32;
+        let mut position = 1;
+        while position < nodes.len() {
+            let node = &nodes[position];
+            // Climb back to this node's parent.
+            if depth >= node.depth {
+                self.rollback((depth - node.depth + 1) as usize);
+                depth = node.depth - 1;
+            }
+            if matches!(self.step_byte(node.byte), Ok(true)) {
+                depth += 1;
+                for &id in trie.tokens_at(node) {
+                    mask.set(id);
+                }
+                position += 1;
+            } else {
+                position += node.subtree_len as usize;
+            }
+        }
+        self.rollback(depth as usize);
+    }
+
+    /// Sets the tokens the current token elements accept by id.
+    fn fill_token_elements(&self, mask: &mut TokenBitmask, vocabulary_len: u32) {
+        let graph = self.graph();
+        let mut excluded_by_every_negation: Option<Vec<u32>> = None;
+        for item in self.current_items() {
+            if !item.partial.is_none() {
+                continue;
+            }
+            if let Node::Token { set, .. } = graph.nodes[item.node as usize] {
+                let token_set = &graph.token_sets[set as usize];
+                if token_set.negated {
+                    excluded_by_every_negation = Some(match excluded_by_every_negation {
+                        None => token_set.ids.clone(),
+                        Some(previous) => previous
+                            .into_iter()
+                            .filter(|id| token_set.ids.binary_search(id).is_ok())
+                            .collect(),
+                    });
+                } else {
+                    for &id in token_set.ids.iter().filter(|&&id| id < vocabulary_len) {
+                        mask.set(id);
+                    }
+                }
+            }
+        }
+        if let Some(excluded) = excluded_by_every_negation {
+            let positive: Vec<u32> = mask.ids().collect();
+            mask.fill();
+            for id in vocabulary_len..mask.len() as u32 {
+                mask.unset(id);
+            }
+            for id in excluded.into_iter().filter(|&id| id < vocabulary_len) {
+                if positive.binary_search(&id).is_err() {
+                    mask.unset(id);
+                }
+            }
+        }
+    }
+
+    /// True when a current token element accepts `id`.
+    fn token_element_allows(&self, id: u32) -> bool {
+        let graph = self.graph();
+        self.current_items().iter().any(|item| {
+            item.partial.is_none()
+                && matches!(graph.nodes[item.node as usize], Node::Token { set, .. }
+                    if graph.token_sets[set as usize].matches(id))
+        })
+    }
+}

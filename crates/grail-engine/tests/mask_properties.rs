@@ -1,0 +1,160 @@
+//! Token masks equal brute force (each token tried on a fork) over a small vocabulary
+//! kept here, in random grammar states reached by accepting random allowed tokens,
+//! including states inside a multi-byte character; `is_token_allowed` agrees with the
+//! mask; masks leave the matcher unchanged; `rollback_tokens` restores earlier states.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{compile, grammar_text};
+use grail_engine::{CompiledGrammar, Matcher, TokenBitmask, VocabularyIndex};
+use grail_vocab::{TokenKind, Vocabulary};
+use proptest::prelude::*;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// A small vocabulary with whole characters, split characters, multi-character tokens,
+/// an invalid byte, an empty token and special tokens.
+fn vocabulary() -> Arc<VocabularyIndex> {
+    let world = "世".as_bytes();
+    let face = "😀".as_bytes();
+    let texts: Vec<(Vec<u8>, TokenKind)> = vec![
+        (b"<eos>".to_vec(), TokenKind::Special),
+        (b"a".to_vec(), TokenKind::Text),
+        (b"b".to_vec(), TokenKind::Text),
+        (b"ab".to_vec(), TokenKind::Text),
+        (b"ba".to_vec(), TokenKind::Text),
+        (b"c".to_vec(), TokenKind::Text),
+        (b"d".to_vec(), TokenKind::Text),
+        ("é".as_bytes().to_vec(), TokenKind::Text),
+        (vec![0xC3], TokenKind::Text),
+        (vec![0xA9], TokenKind::Text),
+        (world[..2].to_vec(), TokenKind::Text),
+        (world[2..].to_vec(), TokenKind::Text),
+        (face.to_vec(), TokenKind::Text),
+        (face[..1].to_vec(), TokenKind::Text),
+        (face[1..].to_vec(), TokenKind::Text),
+        ("aé".as_bytes().to_vec(), TokenKind::Text),
+        ("a😀b".as_bytes().to_vec(), TokenKind::Text),
+        (b"<think>".to_vec(), TokenKind::Special),
+        (Vec::new(), TokenKind::Text),
+        (b"abc".to_vec(), TokenKind::Text),
+        (b"x".to_vec(), TokenKind::Text),
+        (vec![0xFF], TokenKind::Text),
+        ("é世".as_bytes().to_vec(), TokenKind::Text),
+        (b"ab".to_vec(), TokenKind::Text),
+    ];
+    let (tokens, kinds) = texts.into_iter().unzip();
+    Arc::new(VocabularyIndex::new(Vocabulary::new(
+        "test",
+        tokens,
+        kinds,
+        vec![0],
+        None,
+    )))
+}
+
+fn brute_force(matcher: &Matcher, size: usize) -> Vec<u32> {
+    (0..size as u32)
+        .filter(|&id| matcher.fork().accept_token(id).is_ok())
+        .collect()
+}
+
+/// Walks random allowed tokens from the start, checking the mask at every step.
+fn check_walk(grammar: &CompiledGrammar, seed: u64) -> Result<(), TestCaseError> {
+    let index = vocabulary();
+    let size = index.vocabulary().len();
+    let mut matcher = Matcher::with_vocabulary(grammar, index);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut mask = TokenBitmask::new(size);
+    let mut accepted: Vec<u32> = Vec::new();
+    let mut masks: Vec<Vec<u32>> = Vec::new();
+    for _ in 0..12 {
+        let before = (
+            matcher.offset(),
+            matcher.next_characters(),
+            matcher.history_len(),
+        );
+        matcher.fill_mask(&mut mask);
+        let allowed: Vec<u32> = mask.ids().collect();
+        prop_assert_eq!(
+            &allowed,
+            &brute_force(&matcher, size),
+            "after tokens {:?}",
+            accepted
+        );
+        prop_assert_eq!(
+            before,
+            (
+                matcher.offset(),
+                matcher.next_characters(),
+                matcher.history_len()
+            )
+        );
+        for id in 0..size as u32 {
+            prop_assert_eq!(
+                matcher.is_token_allowed(id),
+                mask.is_set(id),
+                "token {}",
+                id
+            );
+        }
+        masks.push(allowed.clone());
+        if allowed.is_empty() {
+            break;
+        }
+        let id = allowed[rng.random_range(0..allowed.len())];
+        matcher.accept_token(id).unwrap();
+        accepted.push(id);
+    }
+    if masks.len() == accepted.len() {
+        matcher.fill_mask(&mut mask);
+        masks.push(mask.ids().collect());
+    }
+    // Rolling back k tokens gives the mask seen k tokens ago.
+    let back = rng.random_range(0..=accepted.len());
+    prop_assert!(matcher.rollback_tokens(back));
+    let index = accepted.len() - back;
+    matcher.fill_mask(&mut mask);
+    prop_assert_eq!(mask.ids().collect::<Vec<_>>(), masks[index].clone());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn masks_equal_brute_force_on_random_grammars(text in grammar_text(), seed in any::<u64>()) {
+        check_walk(&compile(&text), seed)?;
+    }
+
+    #[test]
+    fn masks_equal_brute_force_with_token_elements(seed in any::<u64>(), which in 0usize..4) {
+        let grammars = [
+            "root ::= \"a\" (<[17]> | !<[2]>)* \"b\"",
+            "root ::= (<think> [^<]* </think>)? \"ab\"",
+            "root ::= ([a-d]+ | !<[1]> | !<[2]>)*",
+            "root ::= \"é\" .? <[0]>?",
+        ];
+        let source = grammars[which].replace("<think>", "<[17]>").replace("</think>", "<[17]>");
+        check_walk(&CompiledGrammar::from_gbnf(&source).unwrap(), seed)?;
+    }
+}
+
+#[test]
+fn end_of_generation_is_allowed_exactly_when_the_grammar_may_end() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "ab" | "abc""#).unwrap();
+    let mut matcher = Matcher::with_vocabulary(&grammar, vocabulary());
+    assert!(!matcher.is_token_allowed(0));
+    matcher.accept_token(3).unwrap();
+    assert!(matcher.is_token_allowed(0));
+    assert!(matcher.is_token_allowed(5));
+    matcher.accept_token(0).unwrap();
+    let mut mask = TokenBitmask::new(24);
+    matcher.fill_mask(&mut mask);
+    // After the end, only the end again (and the empty token, which adds nothing).
+    assert_eq!(mask.ids().collect::<Vec<_>>(), [0, 18]);
+    assert!(matcher.rollback_tokens(1));
+    assert!(matcher.is_token_allowed(5));
+}
