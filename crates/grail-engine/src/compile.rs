@@ -292,90 +292,93 @@ impl GraphBuilder<'_, '_> {
         symbol: &grail_grammar::Symbol,
         next: NodeId,
     ) -> Result<NodeId, CompileError> {
-        match &symbol.kind {
-            SymbolKind::Literal(text) => {
-                let mut start = next;
-                for character in text.chars().rev() {
-                    start = self.push(Node::Char {
-                        code_point: u32::from(character),
-                        next: start,
-                    })?;
+        grail_syntax::stack::deep(|| {
+            match &symbol.kind {
+                SymbolKind::Literal(text) => {
+                    let mut start = next;
+                    for character in text.chars().rev() {
+                        start = self.push(Node::Char {
+                            code_point: u32::from(character),
+                            next: start,
+                        })?;
+                    }
+                    Ok(start)
                 }
-                Ok(start)
-            }
-            SymbolKind::Chars(set) => {
-                let scalars = ScalarSet::from_char_set(set);
-                if !set.is_negated() && scalars.len() == 1 {
-                    let code_point = scalars.ranges()[0].0;
-                    return self.push(Node::Char { code_point, next });
+                SymbolKind::Chars(set) => {
+                    let scalars = ScalarSet::from_char_set(set);
+                    if !set.is_negated() && scalars.len() == 1 {
+                        let code_point = scalars.ranges()[0].0;
+                        return self.push(Node::Char { code_point, next });
+                    }
+                    let index = self.classes.len() as u32;
+                    self.classes.push(scalars);
+                    self.class_negated.push(set.is_negated());
+                    self.class_listed
+                        .push(ScalarSet::from_ranges(set.ranges().iter().copied()));
+                    self.push(Node::Class { set: index, next })
                 }
-                let index = self.classes.len() as u32;
-                self.classes.push(scalars);
-                self.class_negated.push(set.is_negated());
-                self.class_listed
-                    .push(ScalarSet::from_ranges(set.ranges().iter().copied()));
-                self.push(Node::Class { set: index, next })
-            }
-            SymbolKind::Any => self.push(Node::Any { next }),
-            SymbolKind::Rule(RuleId(rule))
-                if self.inline[*rule as usize] && self.inline_depth < INLINE_MAX_DEPTH =>
-            {
-                self.inline_depth += 1;
-                let grammar = self.grammar;
-                let start = self.alternatives(&grammar.rules[*rule as usize].alternatives, next);
-                self.inline_depth -= 1;
-                start
-            }
-            SymbolKind::Rule(RuleId(rule)) => {
-                self.need(*rule);
-                self.push(Node::Call { rule: *rule, next })
-            }
-            SymbolKind::Group(alternatives) => self.alternatives(alternatives, next),
-            SymbolKind::Token(token) => {
-                let id = match &token.reference {
-                    TokenReference::Id(id) => *id,
-                    TokenReference::Text(text) => self
-                        .options
-                        .resolve_token_text
-                        .and_then(|resolve| resolve(text))
-                        .ok_or_else(|| CompileError::TokenUnresolved {
-                            text: text.clone(),
-                            span: symbol.span,
-                        })?,
-                };
-                let index = self.token_sets.len() as u32;
-                self.token_sets.push(TokenSet {
-                    ids: vec![id],
-                    negated: token.negated,
-                });
-                self.push(Node::Token { set: index, next })
-            }
-            SymbolKind::Repeat(repetition) => {
-                let mut start = match repetition.max {
-                    Some(max) => {
-                        let mut start = next;
-                        for _ in repetition.min..max {
-                            let body = self.symbol(&repetition.symbol, start)?;
-                            start = self.split(&[body, next])?;
+                SymbolKind::Any => self.push(Node::Any { next }),
+                SymbolKind::Rule(RuleId(rule))
+                    if self.inline[*rule as usize] && self.inline_depth < INLINE_MAX_DEPTH =>
+                {
+                    self.inline_depth += 1;
+                    let grammar = self.grammar;
+                    let start =
+                        self.alternatives(&grammar.rules[*rule as usize].alternatives, next);
+                    self.inline_depth -= 1;
+                    start
+                }
+                SymbolKind::Rule(RuleId(rule)) => {
+                    self.need(*rule);
+                    self.push(Node::Call { rule: *rule, next })
+                }
+                SymbolKind::Group(alternatives) => self.alternatives(alternatives, next),
+                SymbolKind::Token(token) => {
+                    let id = match &token.reference {
+                        TokenReference::Id(id) => *id,
+                        TokenReference::Text(text) => self
+                            .options
+                            .resolve_token_text
+                            .and_then(|resolve| resolve(text))
+                            .ok_or_else(|| CompileError::TokenUnresolved {
+                                text: text.clone(),
+                                span: symbol.span,
+                            })?,
+                    };
+                    let index = self.token_sets.len() as u32;
+                    self.token_sets.push(TokenSet {
+                        ids: vec![id],
+                        negated: token.negated,
+                    });
+                    self.push(Node::Token { set: index, next })
+                }
+                SymbolKind::Repeat(repetition) => {
+                    let mut start = match repetition.max {
+                        Some(max) => {
+                            let mut start = next;
+                            for _ in repetition.min..max {
+                                let body = self.symbol(&repetition.symbol, start)?;
+                                start = self.split(&[body, next])?;
+                            }
+                            start
                         }
-                        start
+                        None => {
+                            // A loop: the split is made first so the body can point back at it.
+                            let first = self.split_targets.len() as u32;
+                            self.split_targets.extend_from_slice(&[0, next]);
+                            let loop_head = self.push(Node::Split { first, count: 2 })?;
+                            let body = self.symbol(&repetition.symbol, loop_head)?;
+                            self.split_targets[first as usize] = body;
+                            loop_head
+                        }
+                    };
+                    for _ in 0..repetition.min {
+                        start = self.symbol(&repetition.symbol, start)?;
                     }
-                    None => {
-                        // A loop: the split is made first so the body can point back at it.
-                        let first = self.split_targets.len() as u32;
-                        self.split_targets.extend_from_slice(&[0, next]);
-                        let loop_head = self.push(Node::Split { first, count: 2 })?;
-                        let body = self.symbol(&repetition.symbol, loop_head)?;
-                        self.split_targets[first as usize] = body;
-                        loop_head
-                    }
-                };
-                for _ in 0..repetition.min {
-                    start = self.symbol(&repetition.symbol, start)?;
+                    Ok(start)
                 }
-                Ok(start)
             }
-        }
+        })
     }
 }
 

@@ -48,7 +48,7 @@ pub(crate) fn inlinable_rules(grammar: &Grammar) -> Vec<bool> {
 
 /// Estimated node count of a symbol, with inlinable callees counted at their size.
 fn symbol_size(symbol: &Symbol, inline: &[bool], size: &[u64]) -> u64 {
-    match &symbol.kind {
+    grail_syntax::stack::deep(|| match &symbol.kind {
         SymbolKind::Literal(text) => text.chars().count() as u64,
         SymbolKind::Chars(_) | SymbolKind::Any | SymbolKind::Token(_) => 1,
         SymbolKind::Rule(rule) if inline[rule.index()] => size[rule.index()],
@@ -64,5 +64,5 @@ fn symbol_size(symbol: &Symbol, inline: &[bool], size: &[u64]) -> u64 {
                 .saturating_add(1)
                 .saturating_mul(copies)
         }
-    }
+    })
 }

@@ -122,3 +122,34 @@ proptest! {
         prop_assert_eq!(matcher.offset(), 0);
     }
 }
+
+#[test]
+fn grammars_nested_thousands_deep_compile_and_match_on_a_small_stack() {
+    // As llama.cpp's JSON Schema converters write `maxLength`: one group per character.
+    let depth = 10_000;
+    let source = format!(
+        "root ::= \"<\" {}\"a\"{} \">\"\nstacked ::= \"b\"{}\n",
+        "(\"a\" ".repeat(depth - 1),
+        ")?".repeat(depth - 1),
+        "?".repeat(depth)
+    );
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let grammar = CompiledGrammar::from_gbnf(&source).unwrap();
+            let mut matcher = Matcher::new(&grammar);
+            matcher
+                .accept_str(&format!("<{}>", "a".repeat(5_000)))
+                .unwrap();
+            assert!(matcher.is_accepting());
+            assert!(
+                matcher
+                    .fork()
+                    .accept_str(&format!("{}>", "a".repeat(5_000)))
+                    .is_err()
+            );
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

@@ -28,7 +28,7 @@ pub fn references(grammar: &Grammar) -> Vec<Vec<u32>> {
 }
 
 fn collect_references(symbol: &Symbol, out: &mut Vec<u32>) {
-    match &symbol.kind {
+    grail_syntax::stack::deep(|| match &symbol.kind {
         SymbolKind::Rule(id) => out.push(id.0),
         SymbolKind::Group(sequences) => {
             for sequence in sequences {
@@ -39,7 +39,7 @@ fn collect_references(symbol: &Symbol, out: &mut Vec<u32>) {
         }
         SymbolKind::Repeat(repetition) => collect_references(&repetition.symbol, out),
         SymbolKind::Literal(_) | SymbolKind::Chars(_) | SymbolKind::Any | SymbolKind::Token(_) => {}
-    }
+    })
 }
 
 /// For each rule, whether it matches the empty string.
@@ -60,7 +60,7 @@ pub fn sequence_is_nullable(sequence: &Sequence, nullable: &[bool]) -> bool {
 
 /// Whether `symbol` matches the empty string, given per-rule answers.
 pub fn symbol_is_nullable(symbol: &Symbol, nullable: &[bool]) -> bool {
-    match &symbol.kind {
+    grail_syntax::stack::deep(|| match &symbol.kind {
         SymbolKind::Literal(text) => text.is_empty(),
         SymbolKind::Chars(_) | SymbolKind::Any | SymbolKind::Token(_) => false,
         SymbolKind::Rule(id) => nullable[id.index()],
@@ -70,7 +70,7 @@ pub fn symbol_is_nullable(symbol: &Symbol, nullable: &[bool]) -> bool {
         SymbolKind::Repeat(repetition) => {
             repetition.min == 0 || symbol_is_nullable(&repetition.symbol, nullable)
         }
-    }
+    })
 }
 
 /// For each rule, whether it matches at least one finite string. With `structural`,
@@ -87,7 +87,7 @@ pub fn productive_rules(grammar: &Grammar, references: &[Vec<u32>], structural: 
 }
 
 fn symbol_is_productive(symbol: &Symbol, productive: &[bool], structural: bool) -> bool {
-    match &symbol.kind {
+    grail_syntax::stack::deep(|| match &symbol.kind {
         SymbolKind::Literal(_) | SymbolKind::Any | SymbolKind::Token(_) => true,
         SymbolKind::Chars(set) => structural || !set.matches_nothing(),
         SymbolKind::Rule(id) => productive[id.index()],
@@ -99,7 +99,7 @@ fn symbol_is_productive(symbol: &Symbol, productive: &[bool], structural: bool) 
         SymbolKind::Repeat(repetition) => {
             repetition.min == 0 || symbol_is_productive(&repetition.symbol, productive, structural)
         }
-    }
+    })
 }
 
 /// Computes a monotone per-rule property from `false` upwards, one strongly connected
@@ -180,7 +180,7 @@ fn collect_left_references(sequence: &Sequence, nullable: &[bool], out: &mut Vec
 }
 
 fn collect_left_references_of_symbol(symbol: &Symbol, nullable: &[bool], out: &mut Vec<u32>) {
-    match &symbol.kind {
+    grail_syntax::stack::deep(|| match &symbol.kind {
         SymbolKind::Rule(id) => out.push(id.0),
         SymbolKind::Group(sequences) => {
             for sequence in sequences {
@@ -191,7 +191,7 @@ fn collect_left_references_of_symbol(symbol: &Symbol, nullable: &[bool], out: &m
             collect_left_references_of_symbol(&repetition.symbol, nullable, out)
         }
         _ => {}
-    }
+    })
 }
 
 /// For each rule, whether it is reachable from the root.

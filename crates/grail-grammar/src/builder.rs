@@ -306,48 +306,50 @@ impl GrammarBuilder {
     }
 
     fn symbol(&self, rule: &str, expr: &Expr) -> Result<Symbol, BuildError> {
-        let kind = match expr {
-            Expr::Literal(text) => SymbolKind::Literal(text.clone()),
-            Expr::Chars(set) => SymbolKind::Chars(set.clone()),
-            Expr::Any => SymbolKind::Any,
-            Expr::Rule(id) => {
-                if id.index() >= self.names.len() {
-                    return Err(BuildError::ForeignRule { id: id.0 });
+        grail_syntax::stack::deep(|| {
+            let kind = match expr {
+                Expr::Literal(text) => SymbolKind::Literal(text.clone()),
+                Expr::Chars(set) => SymbolKind::Chars(set.clone()),
+                Expr::Any => SymbolKind::Any,
+                Expr::Rule(id) => {
+                    if id.index() >= self.names.len() {
+                        return Err(BuildError::ForeignRule { id: id.0 });
+                    }
+                    SymbolKind::Rule(*id)
                 }
-                SymbolKind::Rule(*id)
-            }
-            Expr::Token(token) => SymbolKind::Token(token.clone()),
-            Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
-                SymbolKind::Group(self.alternatives(rule, expr)?)
-            }
-            Expr::Repeat(inner, min, max) => {
-                if let Some(max) = *max
-                    && max < *min
-                {
-                    return Err(BuildError::RepetitionBoundsReversed {
-                        rule: rule.to_string(),
+                Expr::Token(token) => SymbolKind::Token(token.clone()),
+                Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
+                    SymbolKind::Group(self.alternatives(rule, expr)?)
+                }
+                Expr::Repeat(inner, min, max) => {
+                    if let Some(max) = *max
+                        && max < *min
+                    {
+                        return Err(BuildError::RepetitionBoundsReversed {
+                            rule: rule.to_string(),
+                            min: *min,
+                            max,
+                        });
+                    }
+                    let inner_sequence = self.sequence(rule, inner)?;
+                    let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
+                        Ok([single]) => single,
+                        Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
+                    };
+                    SymbolKind::Repeat(Box::new(Repetition {
+                        symbol,
                         min: *min,
-                        max,
-                    });
+                        max: *max,
+                    }))
                 }
-                let inner_sequence = self.sequence(rule, inner)?;
-                let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
-                    Ok([single]) => single,
-                    Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
-                };
-                SymbolKind::Repeat(Box::new(Repetition {
-                    symbol,
-                    min: *min,
-                    max: *max,
-                }))
-            }
-        };
-        Ok(Symbol::new(kind))
+            };
+            Ok(Symbol::new(kind))
+        })
     }
 }
 
 fn renumber(symbol: &mut Symbol, new_ids: &[u32]) {
-    match &mut symbol.kind {
+    grail_syntax::stack::deep(|| match &mut symbol.kind {
         SymbolKind::Rule(id) => id.0 = new_ids[id.index()],
         SymbolKind::Group(sequences) => {
             for sequence in sequences {
@@ -358,5 +360,5 @@ fn renumber(symbol: &mut Symbol, new_ids: &[u32]) {
         }
         SymbolKind::Repeat(repetition) => renumber(&mut repetition.symbol, new_ids),
         _ => {}
-    }
+    })
 }

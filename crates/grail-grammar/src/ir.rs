@@ -129,3 +129,31 @@ pub struct Repetition {
     /// At most this many times; `None` for unbounded.
     pub max: Option<u32>,
 }
+
+/// Dropping a symbol never recurses: nested symbols are moved to a list first, so
+/// grammars nested thousands deep are freed on any stack.
+impl Drop for Symbol {
+    fn drop(&mut self) {
+        let mut pending: Vec<Symbol> = Vec::new();
+        take_nested_symbols(&mut self.kind, &mut pending);
+        while let Some(mut symbol) = pending.pop() {
+            take_nested_symbols(&mut symbol.kind, &mut pending);
+        }
+    }
+}
+
+/// Moves the symbols nested in `kind` to `pending`, leaving `kind` shallow.
+fn take_nested_symbols(kind: &mut SymbolKind, pending: &mut Vec<Symbol>) {
+    match kind {
+        SymbolKind::Group(sequences) => {
+            for sequence in sequences {
+                pending.append(sequence);
+            }
+        }
+        SymbolKind::Repeat(repetition) => {
+            let placeholder = Symbol::new(SymbolKind::Any);
+            pending.push(std::mem::replace(&mut repetition.symbol, placeholder));
+        }
+        _ => {}
+    }
+}

@@ -130,7 +130,7 @@ impl Builder {
 
     /// Appends the elements of `term`; `repeated_rules` is llama.cpp's `n_prev_rules`.
     fn term(&mut self, term: &ast::Term, elements: &mut Vec<Element>, repeated_rules: &mut u64) {
-        match &term.kind {
+        grail_syntax::stack::deep(|| match &term.kind {
             TermKind::Literal(characters) => {
                 if !characters.is_empty() {
                     elements.push(Element::Terminal);
@@ -166,7 +166,7 @@ impl Builder {
                 self.term(inner, elements, repeated_rules);
                 self.repetition(quantifier, term.span, start, elements, repeated_rules);
             }
-        }
+        })
     }
 
     fn repetition(

@@ -145,59 +145,61 @@ impl Lowering<'_> {
 
     /// Lowers one term to zero or more symbols (an empty literal lowers to none).
     fn term(&mut self, term: &ast::Term) -> Vec<Symbol> {
-        let symbol = |kind| Symbol {
-            kind,
-            span: term.span,
-        };
-        match &term.kind {
-            TermKind::Literal(characters) => self.literal(characters, term.span),
-            TermKind::Class(class) => self.class(class, term.span).into_iter().collect(),
-            TermKind::Any => vec![symbol(SymbolKind::Any)],
-            TermKind::RuleRef(name) => match self.ids.get(&name.text) {
-                Some(&id) => vec![symbol(SymbolKind::Rule(id))],
-                None => {
-                    self.has_errors = true;
-                    self.undefined
-                        .entry(name.text.clone())
-                        .and_modify(|undefined| undefined.uses += 1)
-                        .or_insert(UndefinedUse {
-                            first: name.span,
-                            uses: 1,
-                        });
-                    Vec::new()
-                }
-            },
-            TermKind::Group(alternatives) => {
-                vec![symbol(SymbolKind::Group(self.alternatives(alternatives)))]
-            }
-            TermKind::Token(token) => vec![symbol(SymbolKind::Token(Token {
-                negated: token.negated,
-                reference: match &token.token {
-                    TokenRef::Id(id) => TokenReference::Id(*id),
-                    TokenRef::Text(text) => TokenReference::Text(text.clone()),
-                },
-            }))],
-            TermKind::Repeat(inner, quantifier) => {
-                let mut inner_symbols = self.term(inner);
-                let valid = self.check_repetition(quantifier);
-                if !valid {
-                    return Vec::new();
-                }
-                let repeated = if inner_symbols.len() == 1 {
-                    inner_symbols.pop().expect("one symbol")
-                } else {
-                    Symbol {
-                        kind: SymbolKind::Group(vec![inner_symbols]),
-                        span: inner.span,
+        grail_syntax::stack::deep(|| {
+            let symbol = |kind| Symbol {
+                kind,
+                span: term.span,
+            };
+            match &term.kind {
+                TermKind::Literal(characters) => self.literal(characters, term.span),
+                TermKind::Class(class) => self.class(class, term.span).into_iter().collect(),
+                TermKind::Any => vec![symbol(SymbolKind::Any)],
+                TermKind::RuleRef(name) => match self.ids.get(&name.text) {
+                    Some(&id) => vec![symbol(SymbolKind::Rule(id))],
+                    None => {
+                        self.has_errors = true;
+                        self.undefined
+                            .entry(name.text.clone())
+                            .and_modify(|undefined| undefined.uses += 1)
+                            .or_insert(UndefinedUse {
+                                first: name.span,
+                                uses: 1,
+                            });
+                        Vec::new()
                     }
-                };
-                vec![symbol(SymbolKind::Repeat(Box::new(Repetition {
-                    symbol: repeated,
-                    min: quantifier.min as u32,
-                    max: quantifier.max.map(|max| max as u32),
-                })))]
+                },
+                TermKind::Group(alternatives) => {
+                    vec![symbol(SymbolKind::Group(self.alternatives(alternatives)))]
+                }
+                TermKind::Token(token) => vec![symbol(SymbolKind::Token(Token {
+                    negated: token.negated,
+                    reference: match &token.token {
+                        TokenRef::Id(id) => TokenReference::Id(*id),
+                        TokenRef::Text(text) => TokenReference::Text(text.clone()),
+                    },
+                }))],
+                TermKind::Repeat(inner, quantifier) => {
+                    let mut inner_symbols = self.term(inner);
+                    let valid = self.check_repetition(quantifier);
+                    if !valid {
+                        return Vec::new();
+                    }
+                    let repeated = if inner_symbols.len() == 1 {
+                        inner_symbols.pop().expect("one symbol")
+                    } else {
+                        Symbol {
+                            kind: SymbolKind::Group(vec![inner_symbols]),
+                            span: inner.span,
+                        }
+                    };
+                    vec![symbol(SymbolKind::Repeat(Box::new(Repetition {
+                        symbol: repeated,
+                        min: quantifier.min as u32,
+                        max: quantifier.max.map(|max| max as u32),
+                    })))]
+                }
             }
-        }
+        })
     }
 
     /// Reports reversed or oversized bounds; returns whether the repetition is usable.

@@ -75,74 +75,76 @@ fn alternatives(grammar: &Grammar, sequences: &[Sequence]) -> Alternatives {
 }
 
 fn term(grammar: &Grammar, symbol: &Symbol) -> Term {
-    let kind = match &symbol.kind {
-        SymbolKind::Literal(text) => TermKind::Literal(text.chars().map(u32::from).collect()),
-        // `[]` and `[^]` mean the empty string in GBNF, so sets without ranges print as
-        // "no character" and "any character".
-        SymbolKind::Chars(set) if set.ranges().is_empty() && set.is_negated() => TermKind::Any,
-        SymbolKind::Chars(set) if set.ranges().is_empty() => TermKind::Class(CharClass {
-            negated: true,
-            items: vec![ClassItem {
-                first: 0,
-                last: crate::charset::MAX_CODE_POINT,
-                is_range: true,
-                span: Span::default(),
-            }],
-        }),
-        SymbolKind::Chars(set) => TermKind::Class(CharClass {
-            negated: set.is_negated(),
-            items: set
-                .ranges()
-                .iter()
-                .map(|&(first, last)| ClassItem {
-                    first,
-                    last,
-                    is_range: first != last,
+    grail_syntax::stack::deep(|| {
+        let kind = match &symbol.kind {
+            SymbolKind::Literal(text) => TermKind::Literal(text.chars().map(u32::from).collect()),
+            // `[]` and `[^]` mean the empty string in GBNF, so sets without ranges print as
+            // "no character" and "any character".
+            SymbolKind::Chars(set) if set.ranges().is_empty() && set.is_negated() => TermKind::Any,
+            SymbolKind::Chars(set) if set.ranges().is_empty() => TermKind::Class(CharClass {
+                negated: true,
+                items: vec![ClassItem {
+                    first: 0,
+                    last: crate::charset::MAX_CODE_POINT,
+                    is_range: true,
                     span: Span::default(),
-                })
-                .collect(),
-        }),
-        SymbolKind::Any => TermKind::Any,
-        SymbolKind::Rule(id) => TermKind::RuleRef(name(&grammar.rule(*id).name)),
-        SymbolKind::Group(sequences) => TermKind::Group(alternatives(grammar, sequences)),
-        SymbolKind::Token(token) => TermKind::Token(TokenElement {
-            negated: token.negated,
-            token: match &token.reference {
-                TokenReference::Id(id) => TokenRef::Id(*id),
-                TokenReference::Text(text) => TokenRef::Text(text.clone()),
-            },
-        }),
-        SymbolKind::Repeat(repetition) => {
-            let style = match (repetition.min, repetition.max) {
-                (0, None) => QuantifierStyle::Star,
-                (1, None) => QuantifierStyle::Plus,
-                (0, Some(1)) => QuantifierStyle::Question,
-                _ => QuantifierStyle::Braces,
-            };
-            // Quantifiers stack in GBNF, except after `{0}`, which leaves nothing to repeat.
-            let inner = match &repetition.symbol.kind {
-                SymbolKind::Repeat(inner) if inner.max == Some(0) => Term {
-                    kind: TermKind::Group(alternatives(
-                        grammar,
-                        std::slice::from_ref(&vec![repetition.symbol.clone()]),
-                    )),
-                    span: Span::default(),
+                }],
+            }),
+            SymbolKind::Chars(set) => TermKind::Class(CharClass {
+                negated: set.is_negated(),
+                items: set
+                    .ranges()
+                    .iter()
+                    .map(|&(first, last)| ClassItem {
+                        first,
+                        last,
+                        is_range: first != last,
+                        span: Span::default(),
+                    })
+                    .collect(),
+            }),
+            SymbolKind::Any => TermKind::Any,
+            SymbolKind::Rule(id) => TermKind::RuleRef(name(&grammar.rule(*id).name)),
+            SymbolKind::Group(sequences) => TermKind::Group(alternatives(grammar, sequences)),
+            SymbolKind::Token(token) => TermKind::Token(TokenElement {
+                negated: token.negated,
+                token: match &token.reference {
+                    TokenReference::Id(id) => TokenRef::Id(*id),
+                    TokenReference::Text(text) => TokenRef::Text(text.clone()),
                 },
-                _ => term(grammar, &repetition.symbol),
-            };
-            TermKind::Repeat(
-                Box::new(inner),
-                Quantifier {
-                    min: u64::from(repetition.min),
-                    max: repetition.max.map(u64::from),
-                    style,
-                    span: Span::default(),
-                },
-            )
+            }),
+            SymbolKind::Repeat(repetition) => {
+                let style = match (repetition.min, repetition.max) {
+                    (0, None) => QuantifierStyle::Star,
+                    (1, None) => QuantifierStyle::Plus,
+                    (0, Some(1)) => QuantifierStyle::Question,
+                    _ => QuantifierStyle::Braces,
+                };
+                // Quantifiers stack in GBNF, except after `{0}`, which leaves nothing to repeat.
+                let inner = match &repetition.symbol.kind {
+                    SymbolKind::Repeat(inner) if inner.max == Some(0) => Term {
+                        kind: TermKind::Group(alternatives(
+                            grammar,
+                            std::slice::from_ref(&vec![repetition.symbol.clone()]),
+                        )),
+                        span: Span::default(),
+                    },
+                    _ => term(grammar, &repetition.symbol),
+                };
+                TermKind::Repeat(
+                    Box::new(inner),
+                    Quantifier {
+                        min: u64::from(repetition.min),
+                        max: repetition.max.map(u64::from),
+                        style,
+                        span: Span::default(),
+                    },
+                )
+            }
+        };
+        Term {
+            kind,
+            span: Span::default(),
         }
-    };
-    Term {
-        kind,
-        span: Span::default(),
-    }
+    })
 }

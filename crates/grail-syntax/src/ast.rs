@@ -159,3 +159,34 @@ impl Grammar {
             .trim_end()
     }
 }
+
+/// Dropping a term never recurses: nested terms are moved to a list first, so grammars
+/// nested thousands deep are freed on any stack.
+impl Drop for Term {
+    fn drop(&mut self) {
+        let mut pending: Vec<Term> = Vec::new();
+        take_nested_terms(&mut self.kind, &mut pending);
+        while let Some(mut term) = pending.pop() {
+            take_nested_terms(&mut term.kind, &mut pending);
+        }
+    }
+}
+
+/// Moves the terms nested in `kind` to `pending`, leaving `kind` shallow.
+fn take_nested_terms(kind: &mut TermKind, pending: &mut Vec<Term>) {
+    match kind {
+        TermKind::Group(alternatives) => {
+            for sequence in &mut alternatives.sequences {
+                pending.append(&mut sequence.terms);
+            }
+        }
+        TermKind::Repeat(inner, _) => {
+            let placeholder = Term {
+                kind: TermKind::Any,
+                span: Span::default(),
+            };
+            pending.push(std::mem::replace(&mut **inner, placeholder));
+        }
+        _ => {}
+    }
+}

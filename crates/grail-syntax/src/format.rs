@@ -104,7 +104,7 @@ pub fn write_sequence(out: &mut String, sequence: &Sequence) {
 
 /// Appends the one-line form of `term` to `out`.
 pub fn write_term(out: &mut String, term: &Term) {
-    match &term.kind {
+    crate::stack::deep(|| match &term.kind {
         TermKind::Literal(characters) => write_literal(out, characters),
         TermKind::Class(class) => write_class(out, class),
         TermKind::Any => out.push('.'),
@@ -127,7 +127,7 @@ pub fn write_term(out: &mut String, term: &Term) {
             write_term(out, inner);
             write_quantifier(out, quantifier);
         }
-    }
+    })
 }
 
 fn write_quantifier(out: &mut String, quantifier: &Quantifier) {
@@ -228,7 +228,7 @@ impl Formatter<'_> {
     }
 
     fn term(&mut self, term: &Term, indent: usize) {
-        match &term.kind {
+        crate::stack::deep(|| match &term.kind {
             TermKind::Group(alternatives)
                 if self.has_comment_within(term.span.start, term.span.end) =>
             {
@@ -243,7 +243,7 @@ impl Formatter<'_> {
                 write_quantifier(&mut self.out, quantifier);
             }
             _ => write_term(&mut self.out, term),
-        }
+        })
     }
 
     /// Writes the comments that start before `limit`: own-line comments on their own lines,

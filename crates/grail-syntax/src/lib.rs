@@ -18,6 +18,7 @@ pub mod escape;
 pub mod format;
 pub mod parser;
 pub mod span;
+pub mod stack;
 
 pub use ast::Grammar;
 pub use diagnostic::{Diagnostic, Label, Severity};

@@ -26,7 +26,8 @@ pub struct ParseLimits {
     /// Largest accepted source, in bytes. Default: 16 MiB.
     pub max_source_bytes: usize,
     /// Deepest nesting of parentheses, and the most quantifiers stacked on one item
-    /// (`"a"**...`). Default: 256.
+    /// (`"a"**...`). Default: 10,000 (llama.cpp's JSON Schema converters nest a group
+    /// per `maxLength` character; the recursive walks grow their stack as needed).
     pub max_nesting_depth: u32,
     /// Parsing stops after this many errors. Default: 100.
     pub max_errors: usize,
@@ -36,7 +37,7 @@ impl Default for ParseLimits {
     fn default() -> ParseLimits {
         ParseLimits {
             max_source_bytes: 16 * 1024 * 1024,
-            max_nesting_depth: 256,
+            max_nesting_depth: 10_000,
             max_errors: 100,
         }
     }
@@ -287,17 +288,19 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_alternatives(&mut self, nested: bool) -> ParseResult<Alternatives> {
-        let first = self.parse_sequence(nested)?;
-        let mut span = first.span;
-        let mut sequences = vec![first];
-        while self.peek() == b'|' {
-            self.position += 1;
-            self.skip_space(true);
-            let sequence = self.parse_sequence(nested)?;
-            span = span.to(sequence.span);
-            sequences.push(sequence);
-        }
-        Ok(Alternatives { sequences, span })
+        crate::stack::deep(|| {
+            let first = self.parse_sequence(nested)?;
+            let mut span = first.span;
+            let mut sequences = vec![first];
+            while self.peek() == b'|' {
+                self.position += 1;
+                self.skip_space(true);
+                let sequence = self.parse_sequence(nested)?;
+                span = span.to(sequence.span);
+                sequences.push(sequence);
+            }
+            Ok(Alternatives { sequences, span })
+        })
     }
 
     fn parse_sequence(&mut self, nested: bool) -> ParseResult<Sequence> {
