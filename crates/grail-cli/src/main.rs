@@ -1,5 +1,6 @@
 //! The `grail` command.
 
+mod bench;
 mod check;
 mod feed;
 mod format;
@@ -48,6 +49,11 @@ enum Command {
     Next(next::NextArgs),
     /// Print random strings of the grammar's language, one JSON string per line.
     Sample(sample::SampleArgs),
+    /// Time token masks step by step on a document (JSON like the peer harness).
+    ///
+    /// Exit status: 0 when every token of the document was in its mask, 1 otherwise,
+    /// 2 on usage or I/O errors.
+    Bench(bench::BenchArgs),
 }
 
 /// Exit status for usage and I/O errors, as clap uses for bad arguments.
@@ -61,6 +67,7 @@ fn main() -> ExitCode {
         Command::Match(args) => match_text::run(&args),
         Command::Next(args) => next::run(&args),
         Command::Sample(args) => sample::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,274 @@
+//! `grail bench`: per-step token-mask timings on a real document, in the same JSON shape
+//! as the peer harness (`../shared/bench/scripts/bench.py`), so one table holds every
+//! engine.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use grail_engine::{Matcher, TokenBitmask, VocabularyIndex};
+use serde_json::{Value, json};
+
+use crate::check::OutputFormat;
+use crate::grammar::load_grammar;
+
+/// Arguments of `grail bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The grammar (GBNF).
+    #[arg(long)]
+    pub grammar: PathBuf,
+    /// The vocabulary: tokenizer.json, a .gguf file or vocab.json.
+    #[arg(long)]
+    pub vocab: PathBuf,
+    /// The document the model "writes". Its token ids come from --ids, or from the
+    /// `NAME.docs.json` next to the vocabulary (key: the document's file name).
+    #[arg(long)]
+    pub doc: PathBuf,
+    /// A JSON array of the document's token ids.
+    #[arg(long)]
+    pub ids: Option<PathBuf>,
+    /// Runs over the document, each with a fresh matcher.
+    #[arg(long, default_value_t = 2)]
+    pub runs: usize,
+    /// Fresh compiles timed.
+    #[arg(long, default_value_t = 3)]
+    pub compile_reps: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+    /// Also write the full JSON (with per-step timings) to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn status_kib(key: &str) -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with(key) && line[key.len()..].starts_with(':'))
+                .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(-1)
+}
+
+/// The document's token ids: from --ids, or from a `NAME.docs.json` beside the vocabulary.
+fn document_ids(args: &BenchArgs) -> anyhow::Result<Vec<u32>> {
+    if let Some(path) = &args.ids {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read `{}`", path.display()))?;
+        return serde_json::from_str(&text)
+            .with_context(|| format!("`{}` is not a JSON array of token ids", path.display()));
+    }
+    let docs = docs_file(&args.vocab).with_context(|| {
+        format!(
+            "no token ids for `{}`: give them with --ids FILE (a JSON array), or put a NAME.docs.json next to the vocabulary",
+            args.doc.display()
+        )
+    })?;
+    let all: Value = serde_json::from_str(&std::fs::read_to_string(&docs)?)
+        .with_context(|| format!("`{}` is not JSON", docs.display()))?;
+    let key = args
+        .doc
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ids = all
+        .get(&key)
+        .with_context(|| format!("`{}` has no entry `{key}`", docs.display()))?;
+    Ok(serde_json::from_value(ids.clone())?)
+}
+
+/// `DIR/NAME.vocab.json` → `DIR/NAME.docs.json`; `DIR/NAME/tokenizer.json` or
+/// `DIR/NAME/x.gguf` → `DIR/NAME.docs.json`.
+fn docs_file(vocab: &Path) -> Option<PathBuf> {
+    let name = vocab.file_name()?.to_string_lossy().into_owned();
+    let candidate = if let Some(stem) = name.strip_suffix(".vocab.json") {
+        vocab.with_file_name(format!("{stem}.docs.json"))
+    } else {
+        let directory = vocab.parent()?;
+        let stem = directory.file_name()?.to_string_lossy().into_owned();
+        directory.with_file_name(format!("{stem}.docs.json"))
+    };
+    candidate.is_file().then_some(candidate)
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let index = ((q / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn summarize(micros: &[f64]) -> Value {
+    if micros.is_empty() {
+        return json!({"n": 0});
+    }
+    let mut sorted = micros.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let total: f64 = micros.iter().sum();
+    let median = if sorted.len() % 2 == 1 {
+        sorted[sorted.len() / 2]
+    } else {
+        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
+    };
+    let round = |value: f64| (value * 100.0).round() / 100.0;
+    json!({
+        "n": micros.len(),
+        "mean_us": round(total / micros.len() as f64),
+        "median_us": round(median),
+        "p90_us": round(percentile(&sorted, 90.0)),
+        "p99_us": round(percentile(&sorted, 99.0)),
+        "max_us": round(*sorted.last().unwrap()),
+        "total_ms": round(total / 1000.0),
+    })
+}
+
+/// Runs `grail bench`.
+pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.runs == 0 || args.compile_reps == 0 {
+        bail!("--runs and --compile-reps must be at least 1");
+    }
+    let rss_start = status_kib("VmRSS");
+    let ids = document_ids(args)?;
+    let started = Instant::now();
+    let vocabulary = grail_vocab::load(&args.vocab)?;
+    let index = Arc::new(VocabularyIndex::new(vocabulary));
+    let vocab_setup_s = started.elapsed().as_secs_f64();
+    let rss_after_vocab = status_kib("VmRSS");
+    let size = index.vocabulary().len();
+    if let Some(&bad) = ids.iter().find(|&&id| id as usize >= size) {
+        bail!("token id {bad} is outside the vocabulary ({size} tokens)");
+    }
+    let mut compile_ms = Vec::new();
+    let mut grammar = None;
+    for _ in 0..args.compile_reps {
+        let started = Instant::now();
+        let compiled = load_grammar(&args.grammar, "root")?;
+        let matcher = Matcher::with_vocabulary(&compiled, index.clone());
+        compile_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        drop(matcher);
+        grammar.get_or_insert(compiled);
+    }
+    let grammar = grammar.expect("at least one compile");
+    let mut mask = TokenBitmask::new(size);
+    let mut runs = Vec::new();
+    for run in 0..args.runs {
+        let rss_before = status_kib("VmRSS");
+        let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
+        let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());
+        let mut failure = Value::Null;
+        for (step, &id) in ids.iter().enumerate() {
+            let started = Instant::now();
+            matcher.fill_mask(&mut mask);
+            mask_us.push(started.elapsed().as_secs_f64() * 1e6);
+            let in_mask = mask.is_set(id);
+            let started = Instant::now();
+            let accepted = matcher.accept_token(id);
+            commit_us.push(started.elapsed().as_secs_f64() * 1e6);
+            if !in_mask || accepted.is_err() {
+                let piece = String::from_utf8_lossy(index.vocabulary().bytes(id)).into_owned();
+                failure = json!({"step": step, "token": id, "piece": piece, "in_mask": in_mask, "accepted": accepted.is_ok()});
+                break;
+            }
+        }
+        matcher.fill_mask(&mut mask);
+        let end_ok = failure.is_null()
+            && (matcher.is_accepting()
+                || index
+                    .vocabulary()
+                    .end_of_generation()
+                    .iter()
+                    .any(|&id| mask.is_set(id)));
+        runs.push(json!({
+            "run": run,
+            "ok": failure.is_null(),
+            "failure": failure,
+            "eos_or_accepting_at_end": end_ok,
+            "first_mask_us": mask_us.first().map(|us| (us * 100.0).round() / 100.0),
+            "mask": summarize(&mask_us),
+            "commit": summarize(&commit_us),
+            "rss_delta_kib": status_kib("VmRSS") - rss_before,
+            "mask_us_raw": mask_us.iter().map(|us| (us * 100.0).round() / 100.0).collect::<Vec<_>>(),
+        }));
+    }
+    let mut sorted = compile_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let all_ok = runs.iter().all(|run| run["ok"] == true);
+    let result = json!({
+        "engine": "grail",
+        "version": env!("CARGO_PKG_VERSION"),
+        "vocab": args.vocab.display().to_string(),
+        "grammar": args.grammar.display().to_string(),
+        "doc": args.doc.display().to_string(),
+        "doc_tokens": ids.len(),
+        "vocab_setup_s": (vocab_setup_s * 1e4).round() / 1e4,
+        "compile_ms_first": (compile_ms[0] * 1e3).round() / 1e3,
+        "compile_ms_median": (sorted[sorted.len() / 2] * 1e3).round() / 1e3,
+        "compile_ms_all": compile_ms.iter().map(|ms| (ms * 1e3).round() / 1e3).collect::<Vec<_>>(),
+        "runs": runs,
+        "rss_kib": {
+            "start": rss_start,
+            "after_vocab": rss_after_vocab,
+            "vocab_delta": rss_after_vocab - rss_start,
+            "end": status_kib("VmRSS"),
+            "peak_hwm": status_kib("VmHWM"),
+        },
+        "status": if all_ok { "ok" } else { "mismatch" },
+    });
+    if let Some(out) = &args.out {
+        std::fs::write(out, result.to_string())
+            .with_context(|| format!("cannot write `{}`", out.display()))?;
+    }
+    let mut short = result.clone();
+    for run in short["runs"].as_array_mut().expect("runs") {
+        run.as_object_mut().expect("run").remove("mask_us_raw");
+    }
+    match args.format {
+        OutputFormat::Json => println!("{short}"),
+        OutputFormat::Human => print_human(&short),
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_human(result: &Value) {
+    println!(
+        "grammar {}  vocab {} ({} setup s)  doc {} ({} tokens)",
+        result["grammar"],
+        result["vocab"],
+        result["vocab_setup_s"],
+        result["doc"],
+        result["doc_tokens"]
+    );
+    println!(
+        "compile: median {} ms (first {} ms)",
+        result["compile_ms_median"], result["compile_ms_first"]
+    );
+    for run in result["runs"].as_array().into_iter().flatten() {
+        let mask = &run["mask"];
+        println!(
+            "run {}: {}  mask median {} µs  p90 {}  p99 {}  max {}  |  commit median {} µs",
+            run["run"],
+            if run["ok"] == true { "ok" } else { "FAILED" },
+            mask["median_us"],
+            mask["p90_us"],
+            mask["p99_us"],
+            mask["max_us"],
+            run["commit"]["median_us"]
+        );
+        if !run["failure"].is_null() {
+            println!("  failure: {}", run["failure"]);
+        }
+    }
+    println!(
+        "memory: peak {} KiB, vocabulary +{} KiB",
+        result["rss_kib"]["peak_hwm"], result["rss_kib"]["vocab_delta"]
+    );
+}
