@@ -119,6 +119,7 @@ impl CompiledGrammar {
             classes: Vec::new(),
             class_negated: Vec::new(),
             class_listed: Vec::new(),
+            class_index: std::collections::HashMap::new(),
             token_sets: Vec::new(),
         };
         // Only rules that are called (not inlined) get their own automaton: the root,
@@ -223,6 +224,8 @@ struct GraphBuilder<'a, 'o> {
     classes: Vec<ScalarSet>,
     class_negated: Vec<bool>,
     class_listed: Vec<ScalarSet>,
+    /// Each distinct class written, with its index in `classes`.
+    class_index: std::collections::HashMap<grail_grammar::CharSet, u32>,
     token_sets: Vec<TokenSet>,
 }
 
@@ -305,12 +308,17 @@ impl GraphBuilder<'_, '_> {
                     Ok(start)
                 }
                 SymbolKind::Chars(set) => {
+                    // Inlined rules repeat their classes: each distinct class is one entry.
+                    if let Some(&index) = self.class_index.get(set) {
+                        return self.push(Node::Class { set: index, next });
+                    }
                     let scalars = ScalarSet::from_char_set(set);
                     if !set.is_negated() && scalars.len() == 1 {
                         let code_point = scalars.ranges()[0].0;
                         return self.push(Node::Char { code_point, next });
                     }
                     let index = self.classes.len() as u32;
+                    self.class_index.insert(set.clone(), index);
                     self.classes.push(scalars);
                     self.class_negated.push(set.is_negated());
                     self.class_listed
