@@ -24,6 +24,7 @@ mod inline;
 mod item_set;
 mod limits;
 mod mask;
+mod mask_cache;
 mod matcher;
 mod next;
 mod ranges;

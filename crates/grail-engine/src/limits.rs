@@ -13,6 +13,9 @@ pub struct EngineLimits {
     /// Most items, frames and links the matcher may hold (its rollback history
     /// included). Default: 32,000,000 (about 400 MB).
     pub max_state_items: usize,
+    /// Most bytes of token masks a matcher (and its forks) remembers by parse state.
+    /// Default: 64 MiB (about 4,000 masks over a 128k vocabulary).
+    pub max_mask_cache_bytes: usize,
 }
 
 impl Default for EngineLimits {
@@ -21,6 +24,7 @@ impl Default for EngineLimits {
             max_nodes: 4_000_000,
             max_items_per_step: 1_000_000,
             max_state_items: 32_000_000,
+            max_mask_cache_bytes: 64 << 20,
         }
     }
 }

@@ -16,6 +16,8 @@ use grail_vocab::{TokenBitmask, VocabularyIndex};
 
 use crate::compile::{CompiledGrammar, Node};
 use crate::error::AcceptError;
+use crate::mask_cache::MAX_KEY_WORDS;
+use crate::step_cache::{DEAD, FrontierGroup, NO_STATE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
 use crate::matcher::Matcher;
 
 impl Matcher {
@@ -123,11 +125,32 @@ impl Matcher {
     /// Without a vocabulary, or when `mask` is smaller than the vocabulary.
     pub fn fill_mask(&mut self, mask: &mut TokenBitmask) {
         let index = self.index();
-        let vocabulary = index.vocabulary();
         assert!(
-            mask.len() >= vocabulary.len(),
+            mask.len() >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
+        let mut key = Vec::new();
+        let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
+        if cacheable {
+            let cache = self.mask_cache.lock().unwrap_or_else(|poison| poison.into_inner());
+            if let Some(words) = cache.get(&key)
+                && words.len() == mask.words().len()
+            {
+                mask.words_mut().copy_from_slice(words);
+                return;
+            }
+        }
+        self.compute_mask(&index, mask);
+        if cacheable {
+            let max_bytes = self.graph().limits.max_mask_cache_bytes;
+            let mut cache = self.mask_cache.lock().unwrap_or_else(|poison| poison.into_inner());
+            cache.insert(&key, mask.words(), max_bytes);
+        }
+    }
+
+    /// Computes the mask of the current state from scratch.
+    fn compute_mask(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
+        let vocabulary = index.vocabulary();
         mask.clear();
         self.fill_token_elements(mask, vocabulary.len() as u32);
         if self.is_accepting() {
@@ -141,7 +164,13 @@ impl Matcher {
             .iter()
             .any(|item| !matches!(graph.nodes[item.node as usize], Node::Token { .. }));
         if has_text_items {
-            self.walk_trie(&index, mask);
+            match self.current_state() {
+                Some((state, frame)) => self.walk_from_state(index, mask, state, frame),
+                None => {
+                    let end = index.trie().nodes().len();
+                    self.walk_subtree(index, mask, 1, end, 0);
+                }
+            }
         }
         if self.is_viable() {
             for &id in index.empty_text_ids() {
@@ -150,13 +179,117 @@ impl Matcher {
         }
     }
 
-    /// Depth-first walk of the token trie from the current state.
-    fn walk_trie(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
+    /// The text tokens allowed from a cached state: the remembered pure part of the walk
+    /// (computed on first use), plus one real step per frontier group and the walk of
+    /// the subtrees behind it, which depend on the callers.
+    fn walk_from_state(
+        &mut self,
+        index: &VocabularyIndex,
+        mask: &mut TokenBitmask,
+        state: StateId,
+        frame: u32,
+    ) {
+        let walk = match self.step_cache().walk(state) {
+            Some(walk) => walk,
+            None => {
+                let walk = Arc::new(self.pure_walk(index, state, frame));
+                self.step_cache_mut().remember_walk(state, walk.clone());
+                walk
+            }
+        };
+        for (word, pure) in mask.words_mut().iter_mut().zip(walk.mask_words.iter()) {
+            *word |= pure;
+        }
+        let nodes = index.trie().nodes();
+        for group in &walk.frontier {
+            self.push_state_step(group.state, frame);
+            if matches!(self.step_byte(group.byte), Ok(true)) {
+                for &position in &group.nodes {
+                    let position = position as usize;
+                    let node = &nodes[position];
+                    for &id in index.trie().tokens_at(node) {
+                        mask.set(id);
+                    }
+                    let end = position + node.subtree_len as usize;
+                    self.walk_subtree(index, mask, position + 1, end, node.depth);
+                }
+                self.rollback(1);
+            }
+            self.rollback(1);
+        }
+    }
+
+    /// Walks the trie from `state` along cached pure transitions only (no matcher steps,
+    /// except once per unknown transition to learn it), collecting the tokens accepted
+    /// and the nodes where the walk leaves the pure region.
+    fn pure_walk(&mut self, index: &VocabularyIndex, state: StateId, frame: u32) -> PureWalk {
         let trie = index.trie();
         let nodes = trie.nodes();
-        let mut depth = 0u32;
+        let mut words = vec![0u32; index.vocabulary().len().div_ceil(32)];
+        let mut groups: rustc_hash::FxHashMap<(StateId, u8), Vec<u32>> = Default::default();
+        // The state after each depth of the current path (depth 0: the start).
+        let mut path: Vec<StateId> = vec![state];
         let mut position = 1;
         while position < nodes.len() {
+            let node = &nodes[position];
+            path.truncate(node.depth as usize);
+            let parent = *path.last().expect("the start state is on the path");
+            let mut target = self.step_cache().transition(parent, node.byte);
+            if target == UNKNOWN {
+                target = self.learn_transition(parent, frame, node.byte);
+            }
+            match target {
+                DEAD => position += node.subtree_len as usize,
+                NOT_CACHEABLE | UNKNOWN | NO_STATE => {
+                    groups.entry((parent, node.byte)).or_default().push(position as u32);
+                    position += node.subtree_len as usize;
+                }
+                next => {
+                    for &id in trie.tokens_at(node) {
+                        words[id as usize / 32] |= 1 << (id % 32);
+                    }
+                    path.push(next);
+                    position += 1;
+                }
+            }
+        }
+        let mut frontier: Vec<FrontierGroup> = groups
+            .into_iter()
+            .map(|((state, byte), nodes)| FrontierGroup { state, byte, nodes })
+            .collect();
+        frontier.sort_by_key(|group| (group.state, group.byte));
+        PureWalk {
+            mask_words: words.into_boxed_slice(),
+            frontier,
+        }
+    }
+
+    /// Takes one real step from `state` (in `frame`) on `byte`, so the step cache records
+    /// the transition, and returns what it recorded.
+    fn learn_transition(&mut self, state: StateId, frame: u32, byte: u8) -> StateId {
+        self.push_state_step(state, frame);
+        if matches!(self.step_byte(byte), Ok(true)) {
+            self.rollback(1);
+        }
+        self.rollback(1);
+        self.step_cache().transition(state, byte)
+    }
+
+    /// Depth-first walk of the trie nodes `first..end` (a subtree's descendants, or the
+    /// whole trie) from the current state, which is the state at trie depth `base_depth`.
+    fn walk_subtree(
+        &mut self,
+        index: &VocabularyIndex,
+        mask: &mut TokenBitmask,
+        first: usize,
+        end: usize,
+        base_depth: u32,
+    ) {
+        let trie = index.trie();
+        let nodes = trie.nodes();
+        let mut depth = base_depth;
+        let mut position = first;
+        while position < end {
             let node = &nodes[position];
             // Climb back to this node's parent.
             if depth >= node.depth {
@@ -173,7 +306,7 @@ impl Matcher {
                 position += node.subtree_len as usize;
             }
         }
-        self.rollback(depth as usize);
+        self.rollback((depth - base_depth) as usize);
     }
 
     /// Sets the tokens the current token elements accept by id.

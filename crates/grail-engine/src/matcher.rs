@@ -21,6 +21,7 @@ use grail_vocab::VocabularyIndex;
 use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
+use crate::mask_cache::MaskCache;
 use crate::step_cache::{DEAD, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN};
 use crate::utf8::{Partial, Step};
 
@@ -105,6 +106,8 @@ pub struct Matcher {
     pub(crate) token_starts: Vec<u64>,
     /// Steps dropped from the front of the history so far.
     pub(crate) steps_dropped: u64,
+    /// Token masks by parse state, shared with forks.
+    pub(crate) mask_cache: Arc<std::sync::Mutex<MaskCache>>,
 }
 
 impl Matcher {
@@ -121,6 +124,7 @@ impl Matcher {
             vocabulary: None,
             token_starts: Vec::new(),
             steps_dropped: 0,
+            mask_cache: Arc::default(),
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 ..Scratch::default()
@@ -412,6 +416,86 @@ impl Matcher {
     /// Steps taken since the start, dropped ones included.
     pub(crate) fn absolute_step_count(&self) -> u64 {
         self.steps_dropped + self.steps.len() as u64
+    }
+
+    /// Writes a description of everything the future depends on: the accepting flag, the
+    /// current items and, through their frames, every caller up to the root, with frames
+    /// numbered in the order met (so equal parse states from different histories give
+    /// equal keys). False when the description would exceed `max_len` words.
+    pub(crate) fn state_key(&self, key: &mut Vec<u32>, max_len: usize) -> bool {
+        key.clear();
+        let items = self.current_items();
+        key.push(u32::from(self.current().accepting));
+        key.push(items.len() as u32);
+        let mut slots: Vec<u32> = Vec::new();
+        let slot_of = |frame: u32, slots: &mut Vec<u32>| -> u32 {
+            match slots.iter().position(|&known| known == frame) {
+                Some(slot) => slot as u32,
+                None => {
+                    slots.push(frame);
+                    (slots.len() - 1) as u32
+                }
+            }
+        };
+        for item in items {
+            let slot = slot_of(item.frame, &mut slots);
+            key.extend([item.node, item.partial.to_bits(), slot]);
+        }
+        let mut next_slot = 0;
+        while next_slot < slots.len() {
+            if key.len() > max_len || slots.len() > 256 {
+                return false;
+            }
+            let frame = self.frames[slots[next_slot] as usize];
+            key.push(u32::MAX - u32::from(frame.is_root));
+            let mut link = frame.callers;
+            while link != NO_LINK {
+                let caller = self.links[link as usize];
+                let slot = slot_of(caller.frame, &mut slots);
+                key.extend([caller.next, slot]);
+                link = caller.older;
+            }
+            next_slot += 1;
+        }
+        key.len() <= max_len
+    }
+
+    /// The cached state of the current step and the one frame its items share.
+    pub(crate) fn current_state(&self) -> Option<(StateId, u32)> {
+        let current = self.current();
+        (current.state < NO_STATE && current.items_end > current.items_start)
+            .then(|| (current.state, self.items[current.items_start as usize].frame))
+    }
+
+    /// The step cache (read only).
+    pub(crate) fn step_cache(&self) -> &StepCache {
+        &self.cache
+    }
+
+    /// The step cache, for remembering trie walks.
+    pub(crate) fn step_cache_mut(&mut self) -> &mut StepCache {
+        Arc::make_mut(&mut self.cache)
+    }
+
+    /// Pushes a step holding the items of a cached state in `frame`, as if the input had
+    /// led there (used by mask walks, and always rolled back).
+    pub(crate) fn push_state_step(&mut self, state: StateId, frame: u32) {
+        let current = *self.current();
+        let items_start = self.items.len() as u32;
+        let cache = &self.cache;
+        self.items.extend(
+            cache
+                .items(state)
+                .iter()
+                .map(|&(node, partial)| Item { node, frame, partial }),
+        );
+        self.steps.push(StepRecord {
+            items_start,
+            items_end: self.items.len() as u32,
+            accepting: false,
+            state,
+            ..current
+        });
     }
 
     /// Records the end of generation: a step where nothing more can come but the end.

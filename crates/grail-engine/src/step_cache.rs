@@ -32,12 +32,36 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 /// 16 MB at the cap.
 const MAX_STATES: usize = 16_384;
 
+/// Most states whose token-trie walk is remembered (each holds a mask's worth of words).
+const MAX_WALKS: usize = 512;
+
+/// The walk of the token trie from one state, as far as it stays inside pure
+/// transitions: the tokens it accepts there, and where it had to stop.
+#[derive(Debug)]
+pub(crate) struct PureWalk {
+    /// Tokens whose every byte is a pure transition ending in a live state.
+    pub(crate) mask_words: Box<[u32]>,
+    /// Trie nodes whose byte leaves the pure region, grouped by the state before it and
+    /// the byte: each group needs one real step at mask time.
+    pub(crate) frontier: Vec<FrontierGroup>,
+}
+
+/// Trie nodes entered by the same byte from the same state.
+#[derive(Debug)]
+pub(crate) struct FrontierGroup {
+    pub(crate) state: StateId,
+    pub(crate) byte: u8,
+    /// Positions in the trie's node array.
+    pub(crate) nodes: Vec<u32>,
+}
+
 /// Interned item sets and the transitions between them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StepCache {
     states: Vec<Box<[(NodeId, Partial)]>>,
     index: FxHashMap<Box<[(NodeId, Partial)]>, StateId>,
     transitions: Vec<StateId>,
+    walks: FxHashMap<StateId, std::sync::Arc<PureWalk>>,
 }
 
 impl StepCache {
@@ -65,6 +89,18 @@ impl StepCache {
     /// Records a transition.
     pub(crate) fn record(&mut self, state: StateId, byte: u8, target: StateId) {
         self.transitions[state as usize * 256 + usize::from(byte)] = target;
+    }
+
+    /// The remembered trie walk from `state`.
+    pub(crate) fn walk(&self, state: StateId) -> Option<std::sync::Arc<PureWalk>> {
+        self.walks.get(&state).cloned()
+    }
+
+    /// Remembers a trie walk, while there is room.
+    pub(crate) fn remember_walk(&mut self, state: StateId, walk: std::sync::Arc<PureWalk>) {
+        if self.walks.len() < MAX_WALKS {
+            self.walks.insert(state, walk);
+        }
     }
 
     /// The items of a state.

@@ -28,6 +28,11 @@ impl Partial {
     /// No character begun.
     pub const NONE: Partial = Partial(0);
 
+    /// The packed form (for keys).
+    pub(crate) fn to_bits(self) -> u32 {
+        self.0
+    }
+
     /// True when no character is begun.
     pub fn is_none(self) -> bool {
         self.0 == 0
