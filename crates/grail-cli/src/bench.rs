@@ -43,6 +43,11 @@ pub struct BenchArgs {
     /// Also write the full JSON (with per-step timings) to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write every mask of the first run to this file, one JSON object per line:
+    /// `{"step": i, "token": id, "words": "<hex of the u32 words, little-endian>"}`
+    /// (for comparing masks with other engines: scripts/mask_agreement.py).
+    #[arg(long)]
+    pub dump_masks: Option<PathBuf>,
 }
 
 fn status_kib(key: &str) -> i64 {
@@ -156,6 +161,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let grammar = grammar.expect("at least one compile");
     let mut mask = TokenBitmask::new(size);
     let mut runs = Vec::new();
+    let mut dump = match &args.dump_masks {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write `{}`", path.display()))?,
+        )),
+        None => None,
+    };
     for run in 0..args.runs {
         let rss_before = status_kib("VmRSS");
         let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
@@ -166,6 +178,18 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             matcher.fill_mask(&mut mask);
             mask_us.push(started.elapsed().as_secs_f64() * 1e6);
             let in_mask = mask.is_set(id);
+            if run == 0
+                && let Some(dump) = dump.as_mut()
+            {
+                use std::io::Write;
+                let hex: String = mask
+                    .words()
+                    .iter()
+                    .flat_map(|word| word.to_le_bytes())
+                    .map(|byte| format!("{byte:02x}"))
+                    .collect();
+                writeln!(dump, "{}", json!({"step": step, "token": id, "words": hex}))?;
+            }
             let started = Instant::now();
             let accepted = matcher.accept_token(id);
             commit_us.push(started.elapsed().as_secs_f64() * 1e6);
