@@ -6,6 +6,7 @@ mod feed;
 mod format;
 mod grammar;
 mod input;
+mod mask;
 mod match_text;
 mod next;
 mod render;
@@ -49,6 +50,11 @@ enum Command {
     Next(next::NextArgs),
     /// Print random strings of the grammar's language, one JSON string per line.
     Sample(sample::SampleArgs),
+    /// List the tokens of a vocabulary the grammar allows after some text.
+    ///
+    /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar,
+    /// vocabulary, usage or I/O errors.
+    Mask(mask::MaskArgs),
     /// Time token masks step by step on a document (JSON like the peer harness).
     ///
     /// Exit status: 0 when every token of the document was in its mask, 1 otherwise,
@@ -68,6 +74,7 @@ fn main() -> ExitCode {
         Command::Next(args) => next::run(&args),
         Command::Sample(args) => sample::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Mask(args) => mask::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -102,3 +102,66 @@ fn sampled_strings_match() {
         assert_eq!(String::from_utf8(again.stdout).unwrap(), lines);
     }
 }
+
+#[test]
+fn bench_checks_every_token_of_the_document() {
+    let directory = std::env::temp_dir().join(format!("grail-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    // In the byte-level test vocabulary, 8 is `{"`, 1 is `a`, 4 is a line break (which a
+    // JSON string cannot hold, so `[8, 4]` fails at step 1).
+    let ids = directory.join("ids.json");
+    std::fs::write(&ids, "[8, 1]").unwrap();
+    let output = run(
+        &[
+            "bench",
+            "--grammar",
+            "testdata/cli/json.gbnf",
+            "--vocab",
+            "testdata/vocab/byte-level.tokenizer.json",
+            "--doc",
+            "x.json",
+            "--ids",
+            ids.to_str().unwrap(),
+            "--runs",
+            "2",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "ok");
+    assert_eq!(result["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(result["runs"][0]["mask"]["n"], 2);
+    // A token the grammar refuses is reported with its step.
+    std::fs::write(&ids, "[8, 4]").unwrap();
+    let output = run(
+        &[
+            "bench",
+            "--grammar",
+            "testdata/cli/json.gbnf",
+            "--vocab",
+            "testdata/vocab/byte-level.tokenizer.json",
+            "--doc",
+            "x.json",
+            "--ids",
+            ids.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "mismatch");
+    assert_eq!(result["runs"][0]["failure"]["step"], 1);
+    std::fs::remove_dir_all(&directory).unwrap();
+}

@@ -17,8 +17,8 @@ use grail_vocab::{TokenBitmask, VocabularyIndex};
 use crate::compile::{CompiledGrammar, Node};
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
-use crate::step_cache::{DEAD, FrontierGroup, NO_STATE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
 use crate::matcher::Matcher;
+use crate::step_cache::{DEAD, FrontierGroup, NO_STATE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
 
 impl Matcher {
     /// A matcher whose tokens come from `vocabulary`: enables [`Matcher::accept_token`],
@@ -132,7 +132,10 @@ impl Matcher {
         let mut key = Vec::new();
         let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
         if cacheable {
-            let cache = self.mask_cache.lock().unwrap_or_else(|poison| poison.into_inner());
+            let cache = self
+                .mask_cache
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
             if let Some(words) = cache.get(&key)
                 && words.len() == mask.words().len()
             {
@@ -143,7 +146,10 @@ impl Matcher {
         self.compute_mask(&index, mask);
         if cacheable {
             let max_bytes = self.graph().limits.max_mask_cache_bytes;
-            let mut cache = self.mask_cache.lock().unwrap_or_else(|poison| poison.into_inner());
+            let mut cache = self
+                .mask_cache
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
             cache.insert(&key, mask.words(), max_bytes);
         }
     }
@@ -241,7 +247,10 @@ impl Matcher {
             match target {
                 DEAD => position += node.subtree_len as usize,
                 NOT_CACHEABLE | UNKNOWN | NO_STATE => {
-                    groups.entry((parent, node.byte)).or_default().push(position as u32);
+                    groups
+                        .entry((parent, node.byte))
+                        .or_default()
+                        .push(position as u32);
                     position += node.subtree_len as usize;
                 }
                 next => {

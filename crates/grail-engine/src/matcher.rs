@@ -463,8 +463,12 @@ impl Matcher {
     /// The cached state of the current step and the one frame its items share.
     pub(crate) fn current_state(&self) -> Option<(StateId, u32)> {
         let current = self.current();
-        (current.state < NO_STATE && current.items_end > current.items_start)
-            .then(|| (current.state, self.items[current.items_start as usize].frame))
+        (current.state < NO_STATE && current.items_end > current.items_start).then(|| {
+            (
+                current.state,
+                self.items[current.items_start as usize].frame,
+            )
+        })
     }
 
     /// The step cache (read only).
@@ -483,12 +487,12 @@ impl Matcher {
         let current = *self.current();
         let items_start = self.items.len() as u32;
         let cache = &self.cache;
-        self.items.extend(
-            cache
-                .items(state)
-                .iter()
-                .map(|&(node, partial)| Item { node, frame, partial }),
-        );
+        self.items
+            .extend(cache.items(state).iter().map(|&(node, partial)| Item {
+                node,
+                frame,
+                partial,
+            }));
         self.steps.push(StepRecord {
             items_start,
             items_end: self.items.len() as u32,
