@@ -22,7 +22,9 @@ use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
 use crate::mask_cache::MaskCache;
-use crate::step_cache::{DEAD, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN};
+use crate::step_cache::{
+    DEAD, NO_STATE, NOT_CACHEABLE, OUTSIDE, StateId, StepCache, Transition, UNKNOWN,
+};
 use crate::utf8::{Partial, Step};
 
 /// No link: the end of a frame's caller list.
@@ -81,8 +83,14 @@ struct Scratch {
     /// For each rule, the generation and frame of its call at the current step.
     rule_calls: Vec<(u64, u32)>,
     generation: u64,
-    /// The (node, partial) pairs of the step being closed, to intern as a state.
-    state_items: Vec<(NodeId, Partial)>,
+    /// The (node, partial, slot) triples of the step being closed, to intern as a state.
+    state_items: Vec<(NodeId, Partial, u8)>,
+    /// The key describing the step being closed.
+    key: Vec<u32>,
+    /// The frames of the step being closed, by slot.
+    slot_frames: Vec<u32>,
+    /// The frames of the step a byte is taken from, by slot.
+    source_frames: Vec<u32>,
 }
 
 /// An incremental matcher over a [`CompiledGrammar`]: feed it text, bytes or tokens, ask
@@ -272,12 +280,16 @@ impl Matcher {
         let current = *self.current();
         let mut transition_from = None;
         if current.state < NO_STATE {
-            let frame = self.items[current.items_start as usize].frame;
             match self.cache.transition(current.state, byte) {
                 DEAD => return Ok(false),
                 NOT_CACHEABLE => {}
-                UNKNOWN => transition_from = Some((current.state, byte, frame)),
-                target => {
+                UNKNOWN => {
+                    let items =
+                        &self.items[current.items_start as usize..current.items_end as usize];
+                    frames_in_order(items, &mut self.scratch.source_frames);
+                    transition_from = Some((current.state, byte));
+                }
+                result => {
                     let limits = self.grammar.inner.limits;
                     let state_size = self.items.len() + self.frames.len() + self.links.len();
                     if state_size > limits.max_state_items {
@@ -285,26 +297,27 @@ impl Matcher {
                             limit: limits.max_state_items,
                         });
                     }
+                    let items =
+                        &self.items[current.items_start as usize..current.items_end as usize];
+                    frames_in_order(items, &mut self.scratch.source_frames);
+                    let transition = self.cache.result(result);
+                    let target = self.cache.state(transition.target);
+                    let source = &self.scratch.source_frames;
                     let items_start = self.items.len() as u32;
                     self.items
-                        .extend(
-                            self.cache
-                                .items(target)
-                                .iter()
-                                .map(|&(node, partial)| Item {
-                                    node,
-                                    frame,
-                                    partial,
-                                }),
-                        );
+                        .extend(target.items.iter().map(|&(node, partial, slot)| Item {
+                            node,
+                            frame: source[transition.slot_map[slot as usize] as usize],
+                            partial,
+                        }));
                     self.steps.push(StepRecord {
                         items_start,
                         items_end: self.items.len() as u32,
                         frames_len: current.frames_len,
                         links_len: current.links_len,
-                        accepting: false,
+                        accepting: target.accepting,
                         offset: current.offset + 1,
-                        state: target,
+                        state: transition.target,
                     });
                     return Ok(true);
                 }
@@ -312,8 +325,8 @@ impl Matcher {
         }
         self.scan_byte(byte);
         if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
-            if let Some((state, byte, _)) = transition_from {
-                Arc::make_mut(&mut self.cache).record(state, byte, DEAD);
+            if let Some((state, byte)) = transition_from {
+                Arc::make_mut(&mut self.cache).record_marker(state, byte, DEAD);
             }
             return Ok(false);
         }
@@ -460,15 +473,14 @@ impl Matcher {
         key.len() <= max_len
     }
 
-    /// The cached state of the current step and the one frame its items share.
-    pub(crate) fn current_state(&self) -> Option<(StateId, u32)> {
+    /// The cached state of the current step, with its frames by slot.
+    pub(crate) fn current_state(&self, frames: &mut Vec<u32>) -> Option<StateId> {
         let current = self.current();
-        (current.state < NO_STATE && current.items_end > current.items_start).then(|| {
-            (
-                current.state,
-                self.items[current.items_start as usize].frame,
-            )
-        })
+        if current.state >= NO_STATE || current.items_end == current.items_start {
+            return None;
+        }
+        frames_in_order(self.current_items(), frames);
+        Some(current.state)
     }
 
     /// The step cache (read only).
@@ -481,22 +493,22 @@ impl Matcher {
         Arc::make_mut(&mut self.cache)
     }
 
-    /// Pushes a step holding the items of a cached state in `frame`, as if the input had
-    /// led there (used by mask walks, and always rolled back).
-    pub(crate) fn push_state_step(&mut self, state: StateId, frame: u32) {
+    /// Pushes a step holding the items of a cached state, its slots standing for
+    /// `frames`, as if the input had led there (used by mask walks, always rolled back).
+    pub(crate) fn push_state_step(&mut self, state: StateId, frames: &[u32]) {
         let current = *self.current();
         let items_start = self.items.len() as u32;
-        let cache = &self.cache;
+        let data = self.cache.state(state);
         self.items
-            .extend(cache.items(state).iter().map(|&(node, partial)| Item {
+            .extend(data.items.iter().map(|&(node, partial, slot)| Item {
                 node,
-                frame,
+                frame: frames[slot as usize],
                 partial,
             }));
         self.steps.push(StepRecord {
             items_start,
             items_end: self.items.len() as u32,
-            accepting: false,
+            accepting: data.accepting,
             state,
             ..current
         });
@@ -571,13 +583,14 @@ impl Matcher {
 
     /// Closes `scratch.kernel` under prediction and completion and records the new step,
     /// with `scratch.carried` items added as they are.
-    /// `transition_from` is the cached state, byte and frame this step starts from, when
-    /// the transition is not known yet: it is recorded once the step is computed.
+    /// `transition_from` is the cached state and byte this step starts from, when the
+    /// transition is not known yet (its frames by slot are in `scratch.source_frames`):
+    /// it is recorded once the step is computed.
     fn close_step(
         &mut self,
         bytes: u64,
         accepting_already: bool,
-        transition_from: Option<(StateId, u8, u32)>,
+        transition_from: Option<(StateId, u8)>,
     ) -> Result<(), LimitExceeded> {
         let graph: &GrammarGraph = &self.grammar.inner;
         let limits = graph.limits;
@@ -591,7 +604,9 @@ impl Matcher {
         scratch.seen.clear(graph.nodes.len());
         scratch.worklist.clear();
         let mut accepting = accepting_already;
-        let mut calls_or_returns = false;
+        // Whether the closure called a rule, or returned to a caller outside the source
+        // step's frames: then the transition depends on more than the source state.
+        let mut leaves_state = false;
         for item in scratch.carried.drain(..) {
             if scratch.seen.insert(item) {
                 self.items.push(item);
@@ -615,7 +630,7 @@ impl Matcher {
                     }
                 }
                 Node::Call { rule, next } => {
-                    calls_or_returns = true;
+                    leaves_state = true;
                     let (called_at, existing) = scratch.rule_calls[rule as usize];
                     let callee = if called_at == generation {
                         existing
@@ -642,13 +657,17 @@ impl Matcher {
                     }
                 }
                 Node::Return => {
-                    calls_or_returns = true;
                     let frame = &mut self.frames[item.frame as usize];
                     frame.completed = true;
                     accepting |= frame.is_root;
                     let mut link = frame.callers;
                     while link != NO_LINK {
                         let caller = self.links[link as usize];
+                        if transition_from.is_some()
+                            && !scratch.source_frames.contains(&caller.frame)
+                        {
+                            leaves_state = true;
+                        }
                         add(graph, scratch, caller.next, caller.frame);
                         link = caller.older;
                     }
@@ -673,27 +692,48 @@ impl Matcher {
             self.links.truncate(links_before);
             return Err(error);
         }
-        // Intern the new item set as a cached state when it lies in one frame, and
-        // remember the transition when it stayed inside that frame.
-        let new_items = &self.items[items_start..];
-        let single_frame = new_items
-            .first()
-            .map(|first| first.frame)
-            .filter(|&frame| new_items.iter().all(|item| item.frame == frame));
-        let mut state = NO_STATE;
-        if let Some(frame) = single_frame {
-            scratch.state_items.clear();
-            scratch
-                .state_items
-                .extend(new_items.iter().map(|item| (item.node, item.partial)));
-            let cache = Arc::make_mut(&mut self.cache);
-            state = cache.intern(&scratch.state_items);
-            if let Some((from, byte, from_frame)) = transition_from {
-                let pure = !calls_or_returns && frame == from_frame && state != NO_STATE;
-                cache.record(from, byte, if pure { state } else { NOT_CACHEABLE });
+        // Intern the new step as a cached state, and remember the transition when it
+        // stayed inside the source state.
+        let described = describe_step(
+            &self.items[items_start..],
+            accepting,
+            &self.frames,
+            &self.links,
+            scratch,
+        );
+        let cache = Arc::make_mut(&mut self.cache);
+        let state = if described {
+            cache.intern(&scratch.key, &scratch.state_items, accepting)
+        } else {
+            NO_STATE
+        };
+        if let Some((from, byte)) = transition_from {
+            let slot_map: Option<Box<[u8]>> = (!leaves_state && state != NO_STATE)
+                .then(|| {
+                    scratch
+                        .slot_frames
+                        .iter()
+                        .map(|frame| {
+                            scratch
+                                .source_frames
+                                .iter()
+                                .position(|source| source == frame)
+                                .map(|slot| slot as u8)
+                        })
+                        .collect()
+                })
+                .flatten();
+            match slot_map {
+                Some(slot_map) => cache.record(
+                    from,
+                    byte,
+                    Transition {
+                        target: state,
+                        slot_map,
+                    },
+                ),
+                None => cache.record_marker(from, byte, NOT_CACHEABLE),
             }
-        } else if let Some((from, byte, _)) = transition_from {
-            Arc::make_mut(&mut self.cache).record(from, byte, NOT_CACHEABLE);
         }
         self.steps.push(StepRecord {
             items_start: items_start as u32,
@@ -782,6 +822,84 @@ impl Matcher {
         }
         // Frame 0 stays the root frame: it is live and first.
     }
+}
+
+/// The distinct frames of `items`, in the order the items meet them (slot order).
+fn frames_in_order(items: &[Item], frames: &mut Vec<u32>) {
+    frames.clear();
+    for item in items {
+        if !frames.contains(&item.frame) {
+            frames.push(item.frame);
+        }
+    }
+}
+
+/// Most frames a cached state may span, and most words in its key.
+const MAX_STATE_SLOTS: usize = 64;
+const MAX_STATE_KEY: usize = 1024;
+
+/// Describes a new step for the step cache: its items with frames as slots, and for each
+/// slot its root flag, whether it has callers outside the slots, and its callers inside
+/// them (return node, caller slot). Fills
+/// `scratch.key`, `scratch.state_items` and `scratch.slot_frames`; false when the step is
+/// too large to cache.
+fn describe_step(
+    items: &[Item],
+    accepting: bool,
+    frames: &[Frame],
+    links: &[Link],
+    scratch: &mut Scratch,
+) -> bool {
+    if items.is_empty() {
+        return false;
+    }
+    frames_in_order(items, &mut scratch.slot_frames);
+    if scratch.slot_frames.len() > MAX_STATE_SLOTS {
+        return false;
+    }
+    let slot_of = |frame: u32, slots: &[u32]| {
+        slots
+            .iter()
+            .position(|&known| known == frame)
+            .map_or(OUTSIDE, |slot| slot as u32)
+    };
+    scratch.key.clear();
+    scratch.state_items.clear();
+    scratch.key.push(u32::from(accepting));
+    scratch.key.push(items.len() as u32);
+    for item in items {
+        let slot = slot_of(item.frame, &scratch.slot_frames);
+        scratch
+            .key
+            .extend([item.node, item.partial.to_bits(), slot]);
+        scratch
+            .state_items
+            .push((item.node, item.partial, slot as u8));
+    }
+    for &frame in &scratch.slot_frames {
+        let frame = frames[frame as usize];
+        // Callers outside the slots only matter as "some exist": returning to one leaves
+        // the state (not cacheable), wherever it returns.
+        let mark = scratch.key.len();
+        scratch.key.push(u32::MAX - u32::from(frame.is_root));
+        let mut outside = false;
+        let mut link = frame.callers;
+        while link != NO_LINK {
+            let caller = links[link as usize];
+            match slot_of(caller.frame, &scratch.slot_frames) {
+                OUTSIDE => outside = true,
+                slot => scratch.key.extend([caller.next, slot]),
+            }
+            link = caller.older;
+            if scratch.key.len() > MAX_STATE_KEY {
+                return false;
+            }
+        }
+        if outside {
+            scratch.key[mark] -= 2;
+        }
+    }
+    true
 }
 
 /// `counts[i]`: how many of `live[..i]` are true (so the new index of a live entry `i`).

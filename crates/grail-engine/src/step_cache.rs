@@ -1,12 +1,15 @@
-//! A lazily built DFA over the regular stretches of a parse.
+//! A lazily built DFA over the stretches of a parse that need no new rule calls.
 //!
-//! Most input is matched inside one rule call: the characters of a string, a number,
-//! white space. There, a step's items all share one frame, and the closure after a byte
-//! visits no call and no return, so the next item set depends only on the current set
-//! of (node, partial character) pairs and the byte, not on the frame or the history.
-//! Such sets are interned as states, and the transitions found are remembered: the next
-//! time, a byte costs one table lookup and a copy of the (few) items, with no closure.
-//! Steps that call or return are computed in full and recorded as "not cacheable".
+//! Most input is matched without calling a rule: the characters of a string, a number,
+//! white space, the comma after a value. A step's items live in a few frames (rule calls);
+//! numbering those frames in the order the items meet them ("slots"), the item set plus,
+//! for each slot, its callers (as return node and caller slot, or "outside") describe
+//! everything the next byte can do, as long as that byte's closure calls no rule and
+//! returns only to callers inside the slots. Such descriptions are interned as states, and
+//! the transitions found are remembered with a map from the target's slots to the
+//! source's: the next time, a byte costs one table lookup and a copy of a few items.
+//! Transitions that call a rule or return outside the slots are computed in full and
+//! recorded as "not cacheable".
 //!
 //! The cache is shared between forks (copy-on-write) and capped in size; past the cap,
 //! new states are simply not cached.
@@ -16,8 +19,11 @@ use rustc_hash::FxHashMap;
 use crate::compile::NodeId;
 use crate::utf8::Partial;
 
-/// A state id, or one of the markers below.
+/// A state id, a transition result index, or one of the markers below.
 pub(crate) type StateId = u32;
+
+/// The slot that stands for a caller outside the state's frames.
+pub(crate) const OUTSIDE: u32 = u32::MAX;
 
 /// No transition recorded yet.
 pub(crate) const UNKNOWN: StateId = u32::MAX;
@@ -35,6 +41,22 @@ const MAX_STATES: usize = 16_384;
 /// Most states whose token-trie walk is remembered (each holds a mask's worth of words).
 const MAX_WALKS: usize = 512;
 
+/// A state: its items as (node, partial character, frame slot), and whether the grammar
+/// may end there.
+#[derive(Debug, Clone)]
+pub(crate) struct StateData {
+    pub(crate) items: Box<[(NodeId, Partial, u8)]>,
+    pub(crate) accepting: bool,
+}
+
+/// A remembered transition: the target state and, for each of its slots, the source slot
+/// holding the same frame.
+#[derive(Debug, Clone)]
+pub(crate) struct Transition {
+    pub(crate) target: StateId,
+    pub(crate) slot_map: Box<[u8]>,
+}
+
 /// The walk of the token trie from one state, as far as it stays inside pure
 /// transitions: the tokens it accepts there, and where it had to stop.
 #[derive(Debug)]
@@ -50,45 +72,69 @@ pub(crate) struct PureWalk {
 #[derive(Debug)]
 pub(crate) struct FrontierGroup {
     pub(crate) state: StateId,
+    /// For each slot of `state`, the slot of the walk's start state with the same frame.
+    pub(crate) slots: Box<[u8]>,
     pub(crate) byte: u8,
     /// Positions in the trie's node array.
     pub(crate) nodes: Vec<u32>,
 }
 
-/// Interned item sets and the transitions between them.
+/// Interned states and the transitions between them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StepCache {
-    states: Vec<Box<[(NodeId, Partial)]>>,
-    index: FxHashMap<Box<[(NodeId, Partial)]>, StateId>,
-    transitions: Vec<StateId>,
+    states: Vec<StateData>,
+    index: FxHashMap<Box<[u32]>, StateId>,
+    /// Per state and byte: a marker, or an index into `results`.
+    transitions: Vec<u32>,
+    results: Vec<Transition>,
     walks: FxHashMap<StateId, std::sync::Arc<PureWalk>>,
 }
 
 impl StepCache {
-    /// The state for this item set, interning it if there is room.
-    pub(crate) fn intern(&mut self, items: &[(NodeId, Partial)]) -> StateId {
-        if let Some(&state) = self.index.get(items) {
+    /// The state described by `key`, interning it (with its items) if there is room.
+    pub(crate) fn intern(
+        &mut self,
+        key: &[u32],
+        items: &[(NodeId, Partial, u8)],
+        accepting: bool,
+    ) -> StateId {
+        if let Some(&state) = self.index.get(key) {
             return state;
         }
         if self.states.len() >= MAX_STATES {
             return NO_STATE;
         }
         let state = self.states.len() as StateId;
-        let key: Box<[(NodeId, Partial)]> = items.into();
-        self.states.push(key.clone());
-        self.index.insert(key, state);
+        self.states.push(StateData {
+            items: items.into(),
+            accepting,
+        });
+        self.index.insert(key.into(), state);
         self.transitions.extend(std::iter::repeat_n(UNKNOWN, 256));
         state
     }
 
-    /// The recorded transition from `state` on `byte`.
-    pub(crate) fn transition(&self, state: StateId, byte: u8) -> StateId {
+    /// The recorded transition from `state` on `byte`: a marker, or an index for
+    /// [`StepCache::result`].
+    pub(crate) fn transition(&self, state: StateId, byte: u8) -> u32 {
         self.transitions[state as usize * 256 + usize::from(byte)]
     }
 
-    /// Records a transition.
-    pub(crate) fn record(&mut self, state: StateId, byte: u8, target: StateId) {
-        self.transitions[state as usize * 256 + usize::from(byte)] = target;
+    /// A transition found by [`StepCache::transition`].
+    pub(crate) fn result(&self, index: u32) -> &Transition {
+        &self.results[index as usize]
+    }
+
+    /// Records a marker (`DEAD`, `NOT_CACHEABLE`) for a transition.
+    pub(crate) fn record_marker(&mut self, state: StateId, byte: u8, marker: u32) {
+        self.transitions[state as usize * 256 + usize::from(byte)] = marker;
+    }
+
+    /// Records a cacheable transition.
+    pub(crate) fn record(&mut self, state: StateId, byte: u8, transition: Transition) {
+        let index = self.results.len() as u32;
+        self.results.push(transition);
+        self.transitions[state as usize * 256 + usize::from(byte)] = index;
     }
 
     /// The remembered trie walk from `state`.
@@ -103,8 +149,8 @@ impl StepCache {
         }
     }
 
-    /// The items of a state.
-    pub(crate) fn items(&self, state: StateId) -> &[(NodeId, Partial)] {
+    /// A state's items and accepting flag.
+    pub(crate) fn state(&self, state: StateId) -> &StateData {
         &self.states[state as usize]
     }
 }
