@@ -48,6 +48,16 @@ impl SlotMaps {
     /// The map of a transition's target: its slot k holds the start slot that the
     /// parent's slot `step[k]` holds.
     fn compose(&mut self, parent: u32, result: u32, step: &[u8]) -> u32 {
+        // Most transitions keep every slot in place.
+        let parent_len = self.maps[parent as usize].len();
+        if step.len() == parent_len
+            && step
+                .iter()
+                .enumerate()
+                .all(|(slot, &from)| usize::from(from) == slot)
+        {
+            return parent;
+        }
         if let Some(&known) = self.composed.get(&(parent, result)) {
             return known;
         }
@@ -299,6 +309,14 @@ impl Matcher {
             match transition {
                 DEAD => position += node.subtree_len as usize,
                 NOT_CACHEABLE | UNKNOWN | NO_STATE => {
+                    groups
+                        .entry((parent, node.byte, map))
+                        .or_default()
+                        .push(position as u32);
+                    position += node.subtree_len as usize;
+                }
+                result if self.step_cache().result(result).new_frames > 0 => {
+                    // Rule calls make frames: the walk continues at mask time.
                     groups
                         .entry((parent, node.byte, map))
                         .or_default()

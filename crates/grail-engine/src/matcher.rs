@@ -301,20 +301,39 @@ impl Matcher {
                         &self.items[current.items_start as usize..current.items_end as usize];
                     frames_in_order(items, &mut self.scratch.source_frames);
                     let transition = self.cache.result(result);
+                    // The rule calls the transition makes: new frames, then their callers.
+                    let slots = &mut self.scratch.source_frames;
+                    for _ in 0..transition.new_frames {
+                        slots.push(self.frames.len() as u32);
+                        self.frames.push(Frame {
+                            callers: NO_LINK,
+                            completed: false,
+                            is_root: false,
+                        });
+                    }
+                    let first_new = slots.len() - usize::from(transition.new_frames);
+                    for &(callee, next, caller) in transition.new_links.iter() {
+                        let callee = slots[first_new + usize::from(callee)] as usize;
+                        self.links.push(Link {
+                            next,
+                            frame: slots[usize::from(caller)],
+                            older: self.frames[callee].callers,
+                        });
+                        self.frames[callee].callers = (self.links.len() - 1) as u32;
+                    }
                     let target = self.cache.state(transition.target);
-                    let source = &self.scratch.source_frames;
                     let items_start = self.items.len() as u32;
                     self.items
                         .extend(target.items.iter().map(|&(node, partial, slot)| Item {
                             node,
-                            frame: source[transition.slot_map[slot as usize] as usize],
+                            frame: slots[transition.slot_map[slot as usize] as usize],
                             partial,
                         }));
                     self.steps.push(StepRecord {
                         items_start,
                         items_end: self.items.len() as u32,
-                        frames_len: current.frames_len,
-                        links_len: current.links_len,
+                        frames_len: self.frames.len() as u32,
+                        links_len: self.links.len() as u32,
                         accepting: target.accepting,
                         offset: current.offset + 1,
                         state: transition.target,
@@ -604,8 +623,9 @@ impl Matcher {
         scratch.seen.clear(graph.nodes.len());
         scratch.worklist.clear();
         let mut accepting = accepting_already;
-        // Whether the closure called a rule, or returned to a caller outside the source
-        // step's frames: then the transition depends on more than the source state.
+        // Whether the closure returned to a caller outside the source step's frames (and
+        // the frames it created): then the transition depends on more than the source
+        // state.
         let mut leaves_state = false;
         for item in scratch.carried.drain(..) {
             if scratch.seen.insert(item) {
@@ -630,7 +650,6 @@ impl Matcher {
                     }
                 }
                 Node::Call { rule, next } => {
-                    leaves_state = true;
                     let (called_at, existing) = scratch.rule_calls[rule as usize];
                     let callee = if called_at == generation {
                         existing
@@ -664,6 +683,7 @@ impl Matcher {
                     while link != NO_LINK {
                         let caller = self.links[link as usize];
                         if transition_from.is_some()
+                            && (caller.frame as usize) < frames_before
                             && !scratch.source_frames.contains(&caller.frame)
                         {
                             leaves_state = true;
@@ -708,30 +728,20 @@ impl Matcher {
             NO_STATE
         };
         if let Some((from, byte)) = transition_from {
-            let slot_map: Option<Box<[u8]>> = (!leaves_state && state != NO_STATE)
+            let transition = (!leaves_state && state != NO_STATE && !accepting_already)
                 .then(|| {
-                    scratch
-                        .slot_frames
-                        .iter()
-                        .map(|frame| {
-                            scratch
-                                .source_frames
-                                .iter()
-                                .position(|source| source == frame)
-                                .map(|slot| slot as u8)
-                        })
-                        .collect()
+                    transition_template(
+                        state,
+                        frames_before,
+                        links_before,
+                        &self.frames,
+                        &self.links,
+                        scratch,
+                    )
                 })
                 .flatten();
-            match slot_map {
-                Some(slot_map) => cache.record(
-                    from,
-                    byte,
-                    Transition {
-                        target: state,
-                        slot_map,
-                    },
-                ),
+            match transition {
+                Some(transition) => cache.record(from, byte, transition),
                 None => cache.record_marker(from, byte, NOT_CACHEABLE),
             }
         }
@@ -900,6 +910,63 @@ fn describe_step(
         }
     }
     true
+}
+
+/// The transition just computed, as a template: the frames it created (those from
+/// `frames_before` on) with their caller links in creation order, and where each target
+/// slot's frame is among the source slots followed by the new frames. `None` when it does
+/// not fit a template (too many frames).
+fn transition_template(
+    target: StateId,
+    frames_before: usize,
+    links_before: usize,
+    frames: &[Frame],
+    links: &[Link],
+    scratch: &Scratch,
+) -> Option<Transition> {
+    let new_frames = frames.len() - frames_before;
+    let source_count = scratch.source_frames.len();
+    if source_count + new_frames > MAX_STATE_SLOTS {
+        return None;
+    }
+    let slot_of = |frame: u32| -> Option<u8> {
+        if frame as usize >= frames_before {
+            Some((source_count + frame as usize - frames_before) as u8)
+        } else {
+            scratch
+                .source_frames
+                .iter()
+                .position(|&known| known == frame)
+                .map(|slot| slot as u8)
+        }
+    };
+    // Every link made in this step belongs to a frame made in this step: find whose.
+    let mut owner = vec![u8::MAX; links.len() - links_before];
+    for (index, frame) in frames[frames_before..].iter().enumerate() {
+        let mut cursor = frame.callers;
+        while cursor != NO_LINK && cursor as usize >= links_before {
+            owner[cursor as usize - links_before] = index as u8;
+            cursor = links[cursor as usize].older;
+        }
+    }
+    let mut new_links = Vec::with_capacity(owner.len());
+    for (offset, link) in links[links_before..].iter().enumerate() {
+        if owner[offset] == u8::MAX {
+            return None;
+        }
+        new_links.push((owner[offset], link.next, slot_of(link.frame)?));
+    }
+    let slot_map = scratch
+        .slot_frames
+        .iter()
+        .map(|&frame| slot_of(frame))
+        .collect::<Option<Box<[u8]>>>()?;
+    Some(Transition {
+        target,
+        slot_map,
+        new_frames: new_frames as u8,
+        new_links: new_links.into_boxed_slice(),
+    })
 }
 
 /// `counts[i]`: how many of `live[..i]` are true (so the new index of a live entry `i`).

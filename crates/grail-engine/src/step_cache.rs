@@ -1,15 +1,15 @@
-//! A lazily built DFA over the stretches of a parse that need no new rule calls.
+//! A lazily built DFA over the parse, as far as it stays near the top of the call graph.
 //!
-//! Most input is matched without calling a rule: the characters of a string, a number,
-//! white space, the comma after a value. A step's items live in a few frames (rule calls);
-//! numbering those frames in the order the items meet them ("slots"), the item set plus,
-//! for each slot, its callers (as return node and caller slot, or "outside") describe
-//! everything the next byte can do, as long as that byte's closure calls no rule and
-//! returns only to callers inside the slots. Such descriptions are interned as states, and
-//! the transitions found are remembered with a map from the target's slots to the
-//! source's: the next time, a byte costs one table lookup and a copy of a few items.
-//! Transitions that call a rule or return outside the slots are computed in full and
-//! recorded as "not cacheable".
+//! A step's items live in a few frames (rule calls); numbering those frames in the order
+//! the items meet them ("slots"), the item set plus, for each slot, its callers inside the
+//! slots (return node, caller slot) and whether it has others describe everything the next
+//! byte can do, as long as that byte's closure returns only to callers inside the slots.
+//! Rule calls are fine: the frames they create and their callers are part of the
+//! transition. Such descriptions are interned as states, and the transitions found are
+//! remembered with the frames to create and a map from the target's slots to the source's
+//! (and the new frames): the next time, a byte costs one table lookup, a few new frames
+//! and a copy of a few items. Transitions that return outside the slots are computed in
+//! full and recorded as "not cacheable".
 //!
 //! The cache is shared between forks (copy-on-write) and capped in size; past the cap,
 //! new states are simply not cached.
@@ -49,12 +49,17 @@ pub(crate) struct StateData {
     pub(crate) accepting: bool,
 }
 
-/// A remembered transition: the target state and, for each of its slots, the source slot
-/// holding the same frame.
+/// A remembered transition: the target state; the rule calls it makes (new frames, and
+/// their callers in creation order); and for each target slot, the slot holding the same
+/// frame, where slots past the source's count are the new frames.
 #[derive(Debug, Clone)]
 pub(crate) struct Transition {
     pub(crate) target: StateId,
     pub(crate) slot_map: Box<[u8]>,
+    /// How many frames the transition creates.
+    pub(crate) new_frames: u8,
+    /// Caller links to add, in creation order: (new frame index, return node, caller slot).
+    pub(crate) new_links: Box<[(u8, NodeId, u8)]>,
 }
 
 /// The walk of the token trie from one state, as far as it stays inside pure
