@@ -27,6 +27,7 @@ mod mask;
 mod mask_cache;
 mod matcher;
 mod next;
+mod pure_walk;
 mod ranges;
 mod sample;
 mod step_cache;
