@@ -31,6 +31,7 @@ mod pure_walk;
 mod ranges;
 mod sample;
 mod step_cache;
+mod step_description;
 mod utf8;
 
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};

@@ -22,13 +22,12 @@ use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
 use crate::mask_cache::MaskCache;
-use crate::step_cache::{
-    DEAD, NO_STATE, NOT_CACHEABLE, OUTSIDE, StateId, StepCache, Transition, UNKNOWN,
-};
+use crate::step_cache::{DEAD, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN};
+use crate::step_description::{describe_step, frames_in_order, transition_template};
 use crate::utf8::{Partial, Step};
 
 /// No link: the end of a frame's caller list.
-const NO_LINK: u32 = u32::MAX;
+pub(crate) const NO_LINK: u32 = u32::MAX;
 
 /// A position in the grammar: a consuming node inside one rule call, with the bytes of
 /// a character begun so far.
@@ -41,22 +40,22 @@ pub(crate) struct Item {
 
 /// One call of a rule at one input position.
 #[derive(Debug, Clone, Copy)]
-struct Frame {
+pub(crate) struct Frame {
     /// The newest caller link, or [`NO_LINK`].
-    callers: u32,
+    pub(crate) callers: u32,
     /// The rule already returned at this frame's own step (it matched empty there), so a
     /// caller added later in the same step continues at once.
-    completed: bool,
+    pub(crate) completed: bool,
     /// The frame of the start rule: returning from it means the grammar may end.
-    is_root: bool,
+    pub(crate) is_root: bool,
 }
 
 /// A caller of a frame: where to continue, in which frame, and the next older caller.
 #[derive(Debug, Clone, Copy)]
-struct Link {
-    next: NodeId,
-    frame: u32,
-    older: u32,
+pub(crate) struct Link {
+    pub(crate) next: NodeId,
+    pub(crate) frame: u32,
+    pub(crate) older: u32,
 }
 
 /// The record of one step: where its items are and how big the arenas were after it.
@@ -75,7 +74,7 @@ struct StepRecord {
 
 /// Reusable buffers for computing a step.
 #[derive(Debug, Clone, Default)]
-struct Scratch {
+pub(crate) struct Scratch {
     seen: ItemSet,
     worklist: Vec<Item>,
     kernel: Vec<Item>,
@@ -84,13 +83,13 @@ struct Scratch {
     rule_calls: Vec<(u64, u32)>,
     generation: u64,
     /// The (node, partial, slot) triples of the step being closed, to intern as a state.
-    state_items: Vec<(NodeId, Partial, u8)>,
+    pub(crate) state_items: Vec<(NodeId, Partial, u8)>,
     /// The key describing the step being closed.
-    key: Vec<u32>,
+    pub(crate) key: Vec<u32>,
     /// The frames of the step being closed, by slot.
-    slot_frames: Vec<u32>,
+    pub(crate) slot_frames: Vec<u32>,
     /// The frames of the step a byte is taken from, by slot.
-    source_frames: Vec<u32>,
+    pub(crate) source_frames: Vec<u32>,
 }
 
 /// An incremental matcher over a [`CompiledGrammar`]: feed it text, bytes or tokens, ask
@@ -832,141 +831,6 @@ impl Matcher {
         }
         // Frame 0 stays the root frame: it is live and first.
     }
-}
-
-/// The distinct frames of `items`, in the order the items meet them (slot order).
-fn frames_in_order(items: &[Item], frames: &mut Vec<u32>) {
-    frames.clear();
-    for item in items {
-        if !frames.contains(&item.frame) {
-            frames.push(item.frame);
-        }
-    }
-}
-
-/// Most frames a cached state may span, and most words in its key.
-const MAX_STATE_SLOTS: usize = 64;
-const MAX_STATE_KEY: usize = 1024;
-
-/// Describes a new step for the step cache: its items with frames as slots, and for each
-/// slot its root flag, whether it has callers outside the slots, and its callers inside
-/// them (return node, caller slot). Fills
-/// `scratch.key`, `scratch.state_items` and `scratch.slot_frames`; false when the step is
-/// too large to cache.
-fn describe_step(
-    items: &[Item],
-    accepting: bool,
-    frames: &[Frame],
-    links: &[Link],
-    scratch: &mut Scratch,
-) -> bool {
-    if items.is_empty() {
-        return false;
-    }
-    frames_in_order(items, &mut scratch.slot_frames);
-    if scratch.slot_frames.len() > MAX_STATE_SLOTS {
-        return false;
-    }
-    let slot_of = |frame: u32, slots: &[u32]| {
-        slots
-            .iter()
-            .position(|&known| known == frame)
-            .map_or(OUTSIDE, |slot| slot as u32)
-    };
-    scratch.key.clear();
-    scratch.state_items.clear();
-    scratch.key.push(u32::from(accepting));
-    scratch.key.push(items.len() as u32);
-    for item in items {
-        let slot = slot_of(item.frame, &scratch.slot_frames);
-        scratch
-            .key
-            .extend([item.node, item.partial.to_bits(), slot]);
-        scratch
-            .state_items
-            .push((item.node, item.partial, slot as u8));
-    }
-    for &frame in &scratch.slot_frames {
-        let frame = frames[frame as usize];
-        // Callers outside the slots only matter as "some exist": returning to one leaves
-        // the state (not cacheable), wherever it returns.
-        let mark = scratch.key.len();
-        scratch.key.push(u32::MAX - u32::from(frame.is_root));
-        let mut outside = false;
-        let mut link = frame.callers;
-        while link != NO_LINK {
-            let caller = links[link as usize];
-            match slot_of(caller.frame, &scratch.slot_frames) {
-                OUTSIDE => outside = true,
-                slot => scratch.key.extend([caller.next, slot]),
-            }
-            link = caller.older;
-            if scratch.key.len() > MAX_STATE_KEY {
-                return false;
-            }
-        }
-        if outside {
-            scratch.key[mark] -= 2;
-        }
-    }
-    true
-}
-
-/// The transition just computed, as a template: the frames it created (those from
-/// `frames_before` on) with their caller links in creation order, and where each target
-/// slot's frame is among the source slots followed by the new frames. `None` when it does
-/// not fit a template (too many frames).
-fn transition_template(
-    target: StateId,
-    frames_before: usize,
-    links_before: usize,
-    frames: &[Frame],
-    links: &[Link],
-    scratch: &Scratch,
-) -> Option<Transition> {
-    let new_frames = frames.len() - frames_before;
-    let source_count = scratch.source_frames.len();
-    if source_count + new_frames > MAX_STATE_SLOTS {
-        return None;
-    }
-    let slot_of = |frame: u32| -> Option<u8> {
-        if frame as usize >= frames_before {
-            Some((source_count + frame as usize - frames_before) as u8)
-        } else {
-            scratch
-                .source_frames
-                .iter()
-                .position(|&known| known == frame)
-                .map(|slot| slot as u8)
-        }
-    };
-    // Every link made in this step belongs to a frame made in this step: find whose.
-    let mut owner = vec![u8::MAX; links.len() - links_before];
-    for (index, frame) in frames[frames_before..].iter().enumerate() {
-        let mut cursor = frame.callers;
-        while cursor != NO_LINK && cursor as usize >= links_before {
-            owner[cursor as usize - links_before] = index as u8;
-            cursor = links[cursor as usize].older;
-        }
-    }
-    let mut new_links = Vec::with_capacity(owner.len());
-    for (offset, link) in links[links_before..].iter().enumerate() {
-        if owner[offset] == u8::MAX {
-            return None;
-        }
-        new_links.push((owner[offset], link.next, slot_of(link.frame)?));
-    }
-    let slot_map = scratch
-        .slot_frames
-        .iter()
-        .map(|&frame| slot_of(frame))
-        .collect::<Option<Box<[u8]>>>()?;
-    Some(Transition {
-        target,
-        slot_map,
-        new_frames: new_frames as u8,
-        new_links: new_links.into_boxed_slice(),
-    })
 }
 
 /// `counts[i]`: how many of `live[..i]` are true (so the new index of a live entry `i`).
