@@ -8,7 +8,7 @@ use clap::Args;
 use grail_syntax::{FormatError, format_verified, source_from_bytes};
 
 use crate::input::read_source;
-use crate::render::{render_human, stderr_wants_color};
+use crate::render::{render_human, render_invalid_utf8, stderr_wants_color};
 
 /// Arguments of `grail fmt`.
 #[derive(Debug, Args)]
@@ -35,17 +35,7 @@ pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
         let source = match source_from_bytes(&input.bytes) {
             Ok(source) => source,
             Err(error) => {
-                let valid =
-                    String::from_utf8_lossy(&input.bytes[..error.span.start as usize]).into_owned();
-                eprint!(
-                    "{}",
-                    render_human(
-                        &input.name,
-                        &valid,
-                        &[error.to_diagnostic()],
-                        stderr_wants_color()
-                    )
-                );
+                eprint!("{}", render_invalid_utf8(&input.name, &input.bytes, &error));
                 failed = true;
                 continue;
             }

@@ -8,7 +8,7 @@ use grail_grammar::{CheckOptions, check};
 use grail_syntax::{Severity, source_from_bytes};
 
 use crate::input::read_source;
-use crate::render::{render_human, stderr_wants_color};
+use crate::render::{render_human, render_invalid_utf8, stderr_wants_color};
 
 /// Reads, checks and compiles a grammar rooted at `root`. Errors are rendered to stderr
 /// and returned as an error (exit status 2: the grammar, not the text, is wrong).
@@ -17,16 +17,7 @@ pub fn load_grammar(path: &Path, root: &str) -> anyhow::Result<CompiledGrammar> 
     let source = match source_from_bytes(&input.bytes) {
         Ok(source) => source,
         Err(error) => {
-            let valid = String::from_utf8_lossy(&input.bytes[..error.span.start as usize]);
-            eprint!(
-                "{}",
-                render_human(
-                    &input.name,
-                    &valid,
-                    &[error.to_diagnostic()],
-                    stderr_wants_color()
-                )
-            );
+            eprint!("{}", render_invalid_utf8(&input.name, &input.bytes, &error));
             bail!("`{}` is not a valid grammar", input.name);
         }
     };

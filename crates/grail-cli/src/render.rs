@@ -50,6 +50,13 @@ pub fn render_human(name: &str, source: &str, diagnostics: &[Diagnostic], color:
     out
 }
 
+/// Renders the error of a grammar file that is not UTF-8, showing the valid part so the
+/// caret points at the bad byte's position.
+pub fn render_invalid_utf8(name: &str, bytes: &[u8], error: &grail_syntax::ParseError) -> String {
+    let valid = String::from_utf8_lossy(&bytes[..error.span.start as usize]);
+    render_human(name, &valid, &[error.to_diagnostic()], stderr_wants_color())
+}
+
 /// Keeps a span inside the source and on character boundaries.
 fn clamp(source: &str, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
     let mut start = range.start.min(source.len());

@@ -103,14 +103,12 @@ fn sampled_strings_match() {
     }
 }
 
-#[test]
-fn bench_checks_every_token_of_the_document() {
-    let directory = std::env::temp_dir().join(format!("grail-bench-{}", std::process::id()));
+/// Runs `grail bench --format json` on the byte-level test vocabulary with these ids.
+fn bench_json(ids: &str, runs: &str) -> (Option<i32>, serde_json::Value) {
+    let directory = std::env::temp_dir().join(format!("grail-bench-{}-{ids}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
-    // In the byte-level test vocabulary, 8 is `{"`, 1 is `a`, 4 is a line break (which a
-    // JSON string cannot hold, so `[8, 4]` fails at step 1).
-    let ids = directory.join("ids.json");
-    std::fs::write(&ids, "[8, 1]").unwrap();
+    let path = directory.join("ids.json");
+    std::fs::write(&path, ids).unwrap();
     let output = run(
         &[
             "bench",
@@ -121,47 +119,32 @@ fn bench_checks_every_token_of_the_document() {
             "--doc",
             "x.json",
             "--ids",
-            ids.to_str().unwrap(),
+            path.to_str().unwrap(),
             "--runs",
-            "2",
+            runs,
             "--format",
             "json",
         ],
         None,
     );
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+    let result = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code(), result)
+}
+
+#[test]
+fn bench_checks_every_token_of_the_document() {
+    // In the byte-level test vocabulary, 8 is `{"`, 1 is `a`, 4 is a line break (which a
+    // JSON string cannot hold, so `[8, 4]` fails at step 1).
+    let (code, result) = bench_json("[8, 1]", "2");
+    assert_eq!(code, Some(0));
     assert_eq!(result["status"], "ok");
     assert_eq!(result["runs"].as_array().unwrap().len(), 2);
     assert_eq!(result["runs"][0]["mask"]["n"], 2);
     // A token the grammar refuses is reported with its step.
-    std::fs::write(&ids, "[8, 4]").unwrap();
-    let output = run(
-        &[
-            "bench",
-            "--grammar",
-            "testdata/cli/json.gbnf",
-            "--vocab",
-            "testdata/vocab/byte-level.tokenizer.json",
-            "--doc",
-            "x.json",
-            "--ids",
-            ids.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--format",
-            "json",
-        ],
-        None,
-    );
-    assert_eq!(output.status.code(), Some(1));
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (code, result) = bench_json("[8, 4]", "1");
+    assert_eq!(code, Some(1));
     assert_eq!(result["status"], "mismatch");
     assert_eq!(result["runs"][0]["failure"]["step"], 1);
-    std::fs::remove_dir_all(&directory).unwrap();
 }

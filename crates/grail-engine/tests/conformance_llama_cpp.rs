@@ -6,9 +6,13 @@
 //! regressions against `testdata/conformance/llama-cpp-match.baseline` (regenerate with
 //! `GRAIL_UPDATE_BASELINE=1`). Skips when `../shared` is absent.
 
+#[path = "../../grail-grammar/tests/support/baseline.rs"]
+mod baseline;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use baseline::check_against_baseline;
 use grail_engine::{CompiledGrammar, Matcher};
 use serde_json::Value;
 
@@ -103,18 +107,5 @@ fn strings_get_llama_cpp_verdicts() {
         println!("  FAIL {failure}");
     }
     let baseline_path = repository_root().join("testdata/conformance/llama-cpp-match.baseline");
-    if std::env::var_os("GRAIL_UPDATE_BASELINE").is_some() {
-        let text: String = passing.iter().map(|id| format!("{id}\n")).collect();
-        std::fs::write(&baseline_path, text).expect("write baseline");
-        return;
-    }
-    let baseline = std::fs::read_to_string(&baseline_path).unwrap_or_default();
-    let regressions: Vec<&str> = baseline
-        .lines()
-        .filter(|id| !id.is_empty() && !passing.contains(*id))
-        .collect();
-    assert!(
-        regressions.is_empty(),
-        "regressions against the baseline: {regressions:#?}"
-    );
+    check_against_baseline(&baseline_path, &passing);
 }

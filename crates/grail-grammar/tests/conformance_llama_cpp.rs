@@ -4,9 +4,13 @@
 //! against the committed baseline `testdata/conformance/llama-cpp-check.baseline`
 //! (regenerate it with `GRAIL_UPDATE_BASELINE=1`). Skips when `../shared` is absent.
 
+#[path = "support/baseline.rs"]
+mod baseline;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use baseline::check_against_baseline;
 use grail_grammar::{CheckOptions, Target, check};
 use serde_json::Value;
 
@@ -193,18 +197,5 @@ fn llama_cpp_accepts_and_refuses_the_same_grammars() {
         println!("  FAIL {failure}");
     }
     let baseline_path = repository_root().join("testdata/conformance/llama-cpp-check.baseline");
-    if std::env::var_os("GRAIL_UPDATE_BASELINE").is_some() {
-        let text: String = passing.iter().map(|id| format!("{id}\n")).collect();
-        std::fs::write(&baseline_path, text).expect("write baseline");
-        return;
-    }
-    let baseline = std::fs::read_to_string(&baseline_path).unwrap_or_default();
-    let regressions: Vec<&str> = baseline
-        .lines()
-        .filter(|id| !id.is_empty() && !passing.contains(*id))
-        .collect();
-    assert!(
-        regressions.is_empty(),
-        "regressions against the baseline: {regressions:#?}"
-    );
+    check_against_baseline(&baseline_path, &passing);
 }
