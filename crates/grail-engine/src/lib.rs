@@ -4,7 +4,9 @@
 //! across threads. A [`Matcher`] is the cheap per-sequence state over it: feed it text,
 //! bytes or tokens; ask [`Matcher::is_accepting`], [`Matcher::is_viable`],
 //! [`Matcher::next_characters`] and [`Matcher::forced`]; [`Matcher::rollback`] and
-//! [`Matcher::fork`]. [`Sampler`] draws random strings of the grammar's language.
+//! [`Matcher::fork`]. With a vocabulary ([`Matcher::with_vocabulary`]), it fills token
+//! masks ([`Matcher::fill_mask`]), accepts and rolls back tokens. [`Sampler`] draws
+//! random strings of the grammar's language.
 //!
 //! ```
 //! use grail_engine::{CompiledGrammar, Matcher, NextRule};
