@@ -21,17 +21,17 @@ pub fn byte_to_char() -> [char; 256] {
 
 /// Maps byte-level characters back to bytes.
 pub struct ByteLevelDecoder {
-    to_byte: std::collections::HashMap<char, u8>,
+    /// For each character below U+0200 (the whole alphabet), its byte plus one; 0: none.
+    to_byte: [u16; 512],
 }
 
 impl ByteLevelDecoder {
     /// The decoder for GPT-2's alphabet.
     pub fn new() -> ByteLevelDecoder {
-        let to_byte = byte_to_char()
-            .iter()
-            .enumerate()
-            .map(|(byte, &character)| (character, byte as u8))
-            .collect();
+        let mut to_byte = [0u16; 512];
+        for (byte, &character) in byte_to_char().iter().enumerate() {
+            to_byte[character as usize] = byte as u16 + 1;
+        }
         ByteLevelDecoder { to_byte }
     }
 
@@ -40,7 +40,10 @@ impl ByteLevelDecoder {
     pub fn decode(&self, token: &str) -> Option<Vec<u8>> {
         token
             .chars()
-            .map(|character| self.to_byte.get(&character).copied())
+            .map(|character| match self.to_byte.get(character as usize) {
+                Some(&entry) if entry > 0 => Some((entry - 1) as u8),
+                _ => None,
+            })
             .collect()
     }
 }

@@ -1,6 +1,6 @@
 //! The vocabulary: every token's exact bytes and which tokens are special.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// What a token is to the grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,7 +21,7 @@ pub struct Vocabulary {
     kinds: Vec<TokenKind>,
     end_of_generation: Vec<u32>,
     begin_of_text: Option<u32>,
-    by_text: HashMap<Vec<u8>, u32>,
+    by_text: FxHashMap<Vec<u8>, u32>,
 }
 
 /// Texts of special tokens that end generation in common model families (llama.cpp keeps
@@ -53,7 +53,7 @@ impl Vocabulary {
     ) -> Vocabulary {
         assert_eq!(tokens.len(), kinds.len(), "one kind per token");
         let count = tokens.len() as u32;
-        let mut by_text = HashMap::new();
+        let mut by_text = FxHashMap::default();
         for (id, bytes) in tokens.iter().enumerate() {
             // The first id wins for duplicate texts (special tokens first).
             let entry = by_text.entry(bytes.clone()).or_insert(id as u32);
