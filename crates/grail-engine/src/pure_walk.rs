@@ -13,7 +13,7 @@ use std::sync::Arc;
 use grail_vocab::{TokenBitmask, VocabularyIndex};
 
 use crate::matcher::Matcher;
-use crate::step_cache::{DEAD, FrontierGroup, NO_STATE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
+use crate::step_cache::{DEAD, FrontierGroup, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
 
 /// Slot maps met along trie paths (for each slot of a state, a slot of the walk's start),
 /// interned so paths share them, with their compositions remembered.
@@ -138,7 +138,7 @@ impl Matcher {
             }
             match transition {
                 DEAD => position += node.subtree_len as usize,
-                NOT_CACHEABLE | UNKNOWN | NO_STATE => {
+                NOT_CACHEABLE | UNKNOWN => {
                     groups
                         .entry((parent, node.byte, map))
                         .or_default()

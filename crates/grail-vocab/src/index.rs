@@ -1,4 +1,4 @@
-//! A vocabulary prepared for masking: the vocabulary, its token trie and its special ids.
+//! A vocabulary prepared for masking: the vocabulary, its token trie and its empty tokens.
 //! Built once per vocabulary and shared (`Arc`) by every grammar and matcher.
 
 use crate::trie::TokenTrie;
@@ -9,7 +9,6 @@ use crate::vocabulary::Vocabulary;
 pub struct VocabularyIndex {
     vocabulary: Vocabulary,
     trie: TokenTrie,
-    special_ids: Vec<u32>,
     empty_text_ids: Vec<u32>,
 }
 
@@ -17,11 +16,6 @@ impl VocabularyIndex {
     /// Indexes a vocabulary (builds its trie: one sort of the token texts).
     pub fn new(vocabulary: Vocabulary) -> VocabularyIndex {
         let trie = TokenTrie::new(&vocabulary);
-        let special_ids = vocabulary
-            .iter()
-            .filter(|&(id, _, _)| vocabulary.is_special(id))
-            .map(|(id, _, _)| id)
-            .collect();
         let empty_text_ids = vocabulary
             .iter()
             .filter(|&(_, bytes, kind)| kind == crate::TokenKind::Text && bytes.is_empty())
@@ -30,7 +24,6 @@ impl VocabularyIndex {
         VocabularyIndex {
             vocabulary,
             trie,
-            special_ids,
             empty_text_ids,
         }
     }
@@ -48,10 +41,5 @@ impl VocabularyIndex {
     /// Text tokens with no bytes (not in the trie; they change nothing when accepted).
     pub fn empty_text_ids(&self) -> &[u32] {
         &self.empty_text_ids
-    }
-
-    /// The special tokens' ids, sorted.
-    pub fn special_ids(&self) -> &[u32] {
-        &self.special_ids
     }
 }
