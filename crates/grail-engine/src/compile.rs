@@ -89,6 +89,8 @@ pub(crate) struct GrammarGraph {
     pub(crate) classes: Vec<ScalarSet>,
     /// For each class, its ASCII members as a bitmap (the fast path of matching).
     pub(crate) class_ascii: Vec<u128>,
+    /// For each class, the first bytes of its members' UTF-8 encodings (a 256-bit set).
+    pub(crate) class_lead_bytes: Vec<[u64; 4]>,
     /// For each class, the written form (negation kept), for next-character rules.
     pub(crate) class_negated: Vec<bool>,
     /// For each class, the written ranges as scalars (before negation).
@@ -152,6 +154,7 @@ impl CompiledGrammar {
                 nodes: builder.nodes,
                 split_targets: builder.split_targets,
                 class_ascii: builder.classes.iter().map(ascii_bitmap).collect(),
+                class_lead_bytes: builder.classes.iter().map(lead_bytes).collect(),
                 classes: builder.classes,
                 class_negated: builder.class_negated,
                 class_listed: builder.class_listed,
@@ -391,6 +394,24 @@ impl GraphBuilder<'_, '_> {
 }
 
 /// The ASCII members of a set, bit `c` for code point `c`.
+/// The bytes that can begin the UTF-8 encoding of a member of `set`.
+fn lead_bytes(set: &ScalarSet) -> [u64; 4] {
+    let mut bytes = [0u64; 4];
+    for byte in 0..=255u8 {
+        let (low, high) = match crate::utf8::Partial::NONE.push(byte) {
+            crate::utf8::Step::Complete(code_point) => (code_point, code_point),
+            crate::utf8::Step::Incomplete(partial) => partial.code_point_range(),
+            crate::utf8::Step::Invalid => continue,
+        };
+        let ranges = set.ranges();
+        let index = ranges.partition_point(|&(_, last)| last < low);
+        if ranges.get(index).is_some_and(|&(first, _)| first <= high) {
+            bytes[usize::from(byte / 64)] |= 1 << (byte % 64);
+        }
+    }
+    bytes
+}
+
 fn ascii_bitmap(set: &ScalarSet) -> u128 {
     (0..128u32)
         .filter(|&code_point| set.contains(code_point))

@@ -722,7 +722,7 @@ impl Matcher {
         );
         let cache = Arc::make_mut(&mut self.cache);
         let state = if described {
-            cache.intern(&scratch.key, &scratch.state_items, accepting)
+            cache.intern(graph, &scratch.key, &scratch.state_items, accepting)
         } else {
             NO_STATE
         };

@@ -16,8 +16,9 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::compile::NodeId;
-use crate::utf8::Partial;
+use crate::compile::{GrammarGraph, Node, NodeId};
+use crate::matcher::{edge_intersects, edge_matches};
+use crate::utf8::{Partial, Step};
 
 /// A state id, a transition result index, or one of the markers below.
 pub(crate) type StateId = u32;
@@ -99,6 +100,7 @@ impl StepCache {
     /// The state described by `key`, interning it (with its items) if there is room.
     pub(crate) fn intern(
         &mut self,
+        graph: &GrammarGraph,
         key: &[u32],
         items: &[(NodeId, Partial, u8)],
         accepting: bool,
@@ -115,7 +117,15 @@ impl StepCache {
             accepting,
         });
         self.index.insert(key.into(), state);
-        self.transitions.extend(std::iter::repeat_n(UNKNOWN, 256));
+        // Bytes no item can take are dead from the start: walks never step to learn them.
+        let live = live_bytes(graph, items);
+        self.transitions.extend((0..=255u8).map(|byte| {
+            if live[usize::from(byte / 64)] >> (byte % 64) & 1 == 1 {
+                UNKNOWN
+            } else {
+                DEAD
+            }
+        }));
         state
     }
 
@@ -158,4 +168,53 @@ impl StepCache {
     pub(crate) fn state(&self, state: StateId) -> &StateData {
         &self.states[state as usize]
     }
+}
+
+/// The bytes some item can take (complete a character it accepts, or stay inside one it
+/// may accept): any other byte kills every item.
+fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4] {
+    let mut live = [0u64; 4];
+    for &(node, partial, _) in items {
+        let node = graph.nodes[node as usize];
+        if partial.is_none() {
+            match node {
+                Node::Char { code_point, .. } => {
+                    let mut buffer = [0u8; 4];
+                    let lead = char::from_u32(code_point)
+                        .map_or(0, |character| character.encode_utf8(&mut buffer).as_bytes()[0]);
+                    live[usize::from(lead / 64)] |= 1 << (lead % 64);
+                }
+                Node::Class { set, .. } => {
+                    for (word, lead) in live.iter_mut().zip(graph.class_lead_bytes[set as usize]) {
+                        *word |= lead;
+                    }
+                }
+                Node::Any { .. } => {
+                    // ASCII and every valid lead byte (C2..=F4).
+                    live[0] = u64::MAX;
+                    live[1] = u64::MAX;
+                    live[3] |= (u64::MAX << 2) & ((1 << 53) - 1);
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if !matches!(node, Node::Char { .. } | Node::Class { .. } | Node::Any { .. }) {
+            continue;
+        }
+        for byte in 0x80..=0xBFu8 {
+            let takes = match partial.push(byte) {
+                Step::Complete(code_point) => edge_matches(graph, node, code_point),
+                Step::Incomplete(next) => {
+                    let (low, high) = next.code_point_range();
+                    edge_intersects(graph, node, low, high)
+                }
+                Step::Invalid => false,
+            };
+            if takes {
+                live[2] |= 1 << (byte - 0x80);
+            }
+        }
+    }
+    live
 }
