@@ -91,6 +91,9 @@ pub(crate) struct GrammarGraph {
     pub(crate) class_ascii: Vec<u128>,
     /// For each class, the first bytes of its members' UTF-8 encodings (a 256-bit set).
     pub(crate) class_lead_bytes: Vec<[u64; 4]>,
+    /// For each class: `Some(true)` when it holds every scalar past ASCII, `Some(false)`
+    /// when it holds none, `None` when some.
+    pub(crate) class_all_non_ascii: Vec<Option<bool>>,
     /// For each class, the written form (negation kept), for next-character rules.
     pub(crate) class_negated: Vec<bool>,
     /// For each class, the written ranges as scalars (before negation).
@@ -155,6 +158,7 @@ impl CompiledGrammar {
                 split_targets: builder.split_targets,
                 class_ascii: builder.classes.iter().map(ascii_bitmap).collect(),
                 class_lead_bytes: builder.classes.iter().map(lead_bytes).collect(),
+                class_all_non_ascii: builder.classes.iter().map(all_non_ascii).collect(),
                 classes: builder.classes,
                 class_negated: builder.class_negated,
                 class_listed: builder.class_listed,
@@ -394,6 +398,31 @@ impl GraphBuilder<'_, '_> {
 }
 
 /// The ASCII members of a set, bit `c` for code point `c`.
+/// Whether `set` holds every scalar past ASCII (`Some(true)`), none (`Some(false)`), or
+/// some.
+fn all_non_ascii(set: &ScalarSet) -> Option<bool> {
+    const NON_ASCII_SCALARS: u64 = 0x10FFFF - 0x80 + 1 - 0x800;
+    let held: u64 = set
+        .ranges()
+        .iter()
+        .map(|&(first, last)| {
+            let first = first.max(0x80);
+            if last < first {
+                0
+            } else {
+                let surrogates = u64::from(last.min(0xDFFF).saturating_sub(first.max(0xD800)) + 1)
+                    * u64::from(first <= 0xDFFF && last >= 0xD800);
+                u64::from(last - first + 1) - surrogates
+            }
+        })
+        .sum();
+    match held {
+        0 => Some(false),
+        NON_ASCII_SCALARS => Some(true),
+        _ => None,
+    }
+}
+
 /// The bytes that can begin the UTF-8 encoding of a member of `set`.
 fn lead_bytes(set: &ScalarSet) -> [u64; 4] {
     let mut bytes = [0u64; 4];

@@ -12,8 +12,13 @@ use std::sync::Arc;
 
 use grail_vocab::{TokenBitmask, VocabularyIndex};
 
+use crate::compile::Node;
 use crate::matcher::Matcher;
 use crate::step_cache::{DEAD, FrontierGroup, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
+
+/// Subtrees at least this big are checked for bytes that all loop on the walk's state
+/// (smaller ones are cheaper to walk than to check).
+const BULK_MIN_SUBTREE: u32 = 16;
 
 /// Slot maps met along trie paths (for each slot of a state, a slot of the walk's start),
 /// interned so paths share them, with their compositions remembered.
@@ -125,6 +130,14 @@ impl Matcher {
         // The state (and slot map to the start) after each depth of the current path.
         let mut path: Vec<(StateId, u32)> = vec![(state, 0)];
         let mut learn_frames = Vec::new();
+        // Trie paths are valid UTF-8 from the root only when the walk starts between
+        // characters.
+        let start_at_boundary = self
+            .step_cache()
+            .state(state)
+            .items
+            .iter()
+            .all(|&(_, partial, _)| partial.is_none());
         let mut position = 1;
         while position < nodes.len() {
             let node = &nodes[position];
@@ -160,6 +173,25 @@ impl Matcher {
                     let step = self.step_cache().result(result);
                     let target = step.target;
                     let child = maps.compose(map, result, &step.slot_map);
+                    // A big subtree whose bytes all loop on the target: every token in
+                    // it is accepted, without visiting its nodes.
+                    if node.subtree_len >= BULK_MIN_SUBTREE {
+                        learn_frames.clear();
+                        learn_frames
+                            .extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                        let below = trie.bytes_below(position);
+                        // Past ASCII, the tokens below must be valid UTF-8 from a walk
+                        // that started between characters.
+                        let utf8_ok = below >> 127 == 0
+                            || (start_at_boundary && trie.valid_utf8_below(position));
+                        if utf8_ok && self.loops_on(target, &learn_frames, below) {
+                            for &id in trie.subtree_tokens(position) {
+                                words[id as usize / 32] |= 1 << (id % 32);
+                            }
+                            position += node.subtree_len as usize;
+                            continue;
+                        }
+                    }
                     path.push((target, child));
                     position += 1;
                 }
@@ -179,6 +211,92 @@ impl Matcher {
             mask_words: words.into_boxed_slice(),
             frontier,
         }
+    }
+
+    /// True when `state` steps to itself on every byte of `bytes` ([`grail_vocab::byte_bit`]
+    /// bits), keeping every frame in its slot and calling nothing: then any run of those
+    /// bytes leaves the state as it was (bit 127: any run of whole characters past ASCII,
+    /// see [`Matcher::loops_on_non_ascii`]). Learns the transitions it needs (its slots
+    /// standing for `frames`) and remembers the answer per bit.
+    fn loops_on(&mut self, state: StateId, frames: &[u32], bytes: u128) -> bool {
+        let (mut loops, mut breaks) = self.step_cache().loop_bytes(state);
+        if bytes & breaks != 0 {
+            return false;
+        }
+        let mut unknown = bytes & !loops;
+        let mut all_loop = true;
+        while unknown != 0 {
+            let bit = unknown.trailing_zeros();
+            unknown &= unknown - 1;
+            let is_loop = match bit {
+                127 => self.loops_on_non_ascii(state, frames),
+                0 => {
+                    self.loops_on_byte(state, frames, 0) && self.loops_on_byte(state, frames, 0x7F)
+                }
+                _ => self.loops_on_byte(state, frames, bit as u8),
+            };
+            if is_loop {
+                loops |= 1 << bit;
+            } else {
+                breaks |= 1 << bit;
+                all_loop = false;
+                break;
+            }
+        }
+        self.step_cache_mut()
+            .remember_loop_bytes(state, loops, breaks);
+        all_loop
+    }
+
+    /// True when `byte` takes `state` back to itself, every frame in its slot, no calls.
+    fn loops_on_byte(&mut self, state: StateId, frames: &[u32], byte: u8) -> bool {
+        self.step_to(state, frames, byte) == Some(state)
+    }
+
+    /// The target of a cached transition that keeps every slot and calls nothing.
+    fn step_to(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<StateId> {
+        let mut transition = self.step_cache().transition(state, byte);
+        if transition == UNKNOWN {
+            transition = self.learn_transition(state, frames, byte);
+        }
+        if matches!(transition, DEAD | NOT_CACHEABLE | UNKNOWN) {
+            return None;
+        }
+        let step = self.step_cache().result(transition);
+        let keeps_slots = step
+            .slot_map
+            .iter()
+            .enumerate()
+            .all(|(slot, &from)| usize::from(from) == slot);
+        (step.new_frames == 0 && keeps_slots && step.slot_map.len() == frames.len())
+            .then_some(step.target)
+    }
+
+    /// True when every character past ASCII takes `state` back to itself: every item is
+    /// at a character boundary and accepts either all of them or none (so all lead to the
+    /// same place), some item accepts them, and `é` goes round through slot-keeping
+    /// transitions. Every byte sequence that is a valid UTF-8 prefix then stays live.
+    fn loops_on_non_ascii(&mut self, state: StateId, frames: &[u32]) -> bool {
+        let graph = self.graph();
+        let mut some_accept = false;
+        for &(node, partial, _) in self.step_cache().state(state).items.iter() {
+            if !partial.is_none() {
+                return false;
+            }
+            match graph.nodes[node as usize] {
+                Node::Char { code_point, .. } if code_point >= 0x80 => return false,
+                Node::Class { set, .. } => match graph.class_all_non_ascii[set as usize] {
+                    Some(all) => some_accept |= all,
+                    None => return false,
+                },
+                Node::Any { .. } => some_accept = true,
+                _ => {}
+            }
+        }
+        some_accept
+            && self
+                .step_to(state, frames, 0xC3)
+                .is_some_and(|middle| self.step_to(middle, frames, 0xA9) == Some(state))
     }
 
     /// Takes one real step from `state` (its slots standing for `frames`) on `byte`, so

@@ -94,6 +94,9 @@ pub(crate) struct StepCache {
     transitions: Vec<u32>,
     results: Vec<Transition>,
     walks: FxHashMap<StateId, std::sync::Arc<PureWalk>>,
+    /// Per state, the ASCII bytes known to loop on it and known not to (see
+    /// `Matcher::loops_on`).
+    loops: FxHashMap<StateId, (u128, u128)>,
 }
 
 impl StepCache {
@@ -164,6 +167,17 @@ impl StepCache {
         }
     }
 
+    /// The ASCII bytes `state` is known to loop on, and those known not to (see
+    /// `Matcher::loops_on`).
+    pub(crate) fn loop_bytes(&self, state: StateId) -> (u128, u128) {
+        self.loops.get(&state).copied().unwrap_or((0, 0))
+    }
+
+    /// Remembers which bytes `state` loops on and which it does not.
+    pub(crate) fn remember_loop_bytes(&mut self, state: StateId, loops: u128, breaks: u128) {
+        self.loops.insert(state, (loops, breaks));
+    }
+
     /// A state's items and accepting flag.
     pub(crate) fn state(&self, state: StateId) -> &StateData {
         &self.states[state as usize]
@@ -180,8 +194,9 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
             match node {
                 Node::Char { code_point, .. } => {
                     let mut buffer = [0u8; 4];
-                    let lead = char::from_u32(code_point)
-                        .map_or(0, |character| character.encode_utf8(&mut buffer).as_bytes()[0]);
+                    let lead = char::from_u32(code_point).map_or(0, |character| {
+                        character.encode_utf8(&mut buffer).as_bytes()[0]
+                    });
                     live[usize::from(lead / 64)] |= 1 << (lead % 64);
                 }
                 Node::Class { set, .. } => {
@@ -199,7 +214,10 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
             }
             continue;
         }
-        if !matches!(node, Node::Char { .. } | Node::Class { .. } | Node::Any { .. }) {
+        if !matches!(
+            node,
+            Node::Char { .. } | Node::Class { .. } | Node::Any { .. }
+        ) {
             continue;
         }
         for byte in 0x80..=0xBFu8 {

@@ -63,7 +63,53 @@ fn brute_force(matcher: &Matcher, size: usize) -> Vec<u32> {
 
 /// Walks random allowed tokens from the start, checking the mask at every step.
 fn check_walk(grammar: &CompiledGrammar, seed: u64) -> Result<(), TestCaseError> {
-    let index = vocabulary();
+    check_walk_with(grammar, seed, vocabulary())
+}
+
+/// A vocabulary big enough for subtrees that walks take whole (every string of one to
+/// three units over quotes, backslash, letters, `é`, its halves, DEL and `世`'s first two
+/// bytes), with an end-of-generation token.
+fn bulk_vocabulary() -> Arc<VocabularyIndex> {
+    let units: [&[u8]; 8] = [
+        b"a",
+        b"b",
+        b"\"",
+        b"\\",
+        "é".as_bytes(),
+        &[0xC3],
+        &[0xA9],
+        &[0x7F],
+    ];
+    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
+    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..3 {
+        layer = layer
+            .iter()
+            .flat_map(|prefix| {
+                units
+                    .iter()
+                    .map(move |unit| [prefix.as_slice(), unit].concat())
+            })
+            .collect();
+        tokens.extend(layer.iter().cloned());
+    }
+    tokens.push("世".as_bytes()[..2].to_vec());
+    let mut kinds = vec![TokenKind::Text; tokens.len()];
+    kinds[0] = TokenKind::Special;
+    Arc::new(VocabularyIndex::new(Vocabulary::new(
+        "bulk",
+        tokens,
+        kinds,
+        vec![0],
+        None,
+    )))
+}
+
+fn check_walk_with(
+    grammar: &CompiledGrammar,
+    seed: u64,
+    index: Arc<VocabularyIndex>,
+) -> Result<(), TestCaseError> {
     let size = index.vocabulary().len();
     let mut matcher = Matcher::with_vocabulary(grammar, index);
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -139,6 +185,31 @@ proptest! {
         ];
         let source = grammars[which].replace("<think>", "<[17]>").replace("</think>", "<[17]>");
         check_walk(&CompiledGrammar::from_gbnf(&source).unwrap(), seed)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Loops over big classes let walks take whole subtrees: masks still equal brute force.
+    #[test]
+    fn masks_equal_brute_force_where_walks_take_whole_subtrees(seed in any::<u64>(), which in 0usize..6) {
+        let grammars = [
+            r#"root ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ["\\ab] )* "\"" [ab]*"#,
+            r#"root ::= ( [^"] )* "\"" "a"?"#,
+            r##"root ::= [ab\x7F]* ( "é" [^a]* )? "\"""##,
+            r#"root ::= ( [a-z"] | "\\" )* "é" [ab]*"#,
+            r#"root ::= "a" [^\x80-\U0010FFFF]* "\\" .*"#,
+            "root ::= ( item \"\\\"\" )*\nitem ::= [ab]+ | \"é\"+",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        check_walk_with(&grammar, seed, bulk_vocabulary())?;
+    }
+
+    #[test]
+    fn masks_equal_brute_force_on_random_grammars_with_a_bigger_vocabulary(text in grammar_text(), seed in any::<u64>()) {
+        check_walk_with(&compile(&text), seed, bulk_vocabulary())?;
     }
 }
 

@@ -35,7 +35,7 @@ pub use byte_level::{ByteLevelDecoder, byte_to_char};
 pub use error::VocabError;
 pub use gguf::from_gguf;
 pub use index::VocabularyIndex;
-pub use trie::{TokenTrie, TrieNode};
+pub use trie::{TokenTrie, TrieNode, byte_bit};
 pub use vocabulary::{END_OF_GENERATION_TEXTS, TokenKind, Vocabulary};
 
 /// Loads a vocabulary from a `tokenizer.json`, a `.gguf` file or a `vocab.json`.

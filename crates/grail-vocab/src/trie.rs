@@ -25,6 +25,84 @@ pub struct TrieNode {
 pub struct TokenTrie {
     nodes: Vec<TrieNode>,
     token_ids: Vec<u32>,
+    /// `token_offsets[i]`: tokens ending at nodes before `i` (one entry past the end), so a
+    /// subtree's tokens are one range of `token_ids`.
+    token_offsets: Vec<u32>,
+    /// For each node, the bytes on the edges below it (see [`byte_bit`]).
+    bytes_below: Vec<u128>,
+    /// For each node, whether every path below it keeps the bytes from the root a valid
+    /// UTF-8 prefix (bit per node).
+    valid_below: Vec<u64>,
+}
+
+/// The bit standing for `byte` in [`TokenTrie::bytes_below`]: its own bit for ASCII
+/// 0x01..=0x7E, bit 0 for both NUL and DEL, bit 127 for every byte past ASCII.
+pub fn byte_bit(byte: u8) -> u128 {
+    match byte {
+        0x80.. => 1 << 127,
+        0x7F => 1,
+        _ => 1 << byte,
+    }
+}
+
+/// Where a strict UTF-8 decoder stands after some bytes: bytes still expected in the
+/// current character and the bounds its next byte must lie in, or broken.
+#[derive(Clone, Copy, PartialEq)]
+enum Utf8Phase {
+    Broken,
+    /// Continuation bytes still expected, and the range of the next one.
+    Expecting(u8, u8, u8),
+}
+
+impl Utf8Phase {
+    const BOUNDARY: Utf8Phase = Utf8Phase::Expecting(0, 0, 0);
+
+    fn push(self, byte: u8) -> Utf8Phase {
+        match self {
+            Utf8Phase::Broken => Utf8Phase::Broken,
+            Utf8Phase::Expecting(0, _, _) => match byte {
+                0x00..=0x7F => Utf8Phase::BOUNDARY,
+                0xC2..=0xDF => Utf8Phase::Expecting(1, 0x80, 0xBF),
+                0xE0 => Utf8Phase::Expecting(2, 0xA0, 0xBF),
+                0xED => Utf8Phase::Expecting(2, 0x80, 0x9F),
+                0xE1..=0xEF => Utf8Phase::Expecting(2, 0x80, 0xBF),
+                0xF0 => Utf8Phase::Expecting(3, 0x90, 0xBF),
+                0xF4 => Utf8Phase::Expecting(3, 0x80, 0x8F),
+                0xF1..=0xF3 => Utf8Phase::Expecting(3, 0x80, 0xBF),
+                _ => Utf8Phase::Broken,
+            },
+            Utf8Phase::Expecting(left, low, high) if (low..=high).contains(&byte) => {
+                Utf8Phase::Expecting(left - 1, 0x80, 0xBF)
+            }
+            Utf8Phase::Expecting(..) => Utf8Phase::Broken,
+        }
+    }
+}
+
+/// Per node (a bit each): every path below keeps the bytes from the root valid UTF-8.
+fn valid_utf8_below(nodes: &[TrieNode]) -> Vec<u64> {
+    let mut phases = vec![Utf8Phase::BOUNDARY; nodes.len()];
+    let mut path: Vec<usize> = vec![0];
+    for (index, node) in nodes.iter().enumerate().skip(1) {
+        path.truncate(node.depth as usize);
+        let parent = *path.last().expect("the root is on the path");
+        phases[index] = phases[parent].push(node.byte);
+        path.push(index);
+    }
+    let mut valid = vec![true; nodes.len()];
+    for index in (0..nodes.len()).rev() {
+        let mut child = index + 1;
+        let end = index + nodes[index].subtree_len as usize;
+        while child < end {
+            valid[index] &= valid[child] && phases[child] != Utf8Phase::Broken;
+            child += nodes[child].subtree_len as usize;
+        }
+    }
+    let mut bits = vec![0u64; nodes.len().div_ceil(64)];
+    for (index, _) in valid.iter().enumerate().filter(|(_, valid)| **valid) {
+        bits[index / 64] |= 1 << (index % 64);
+    }
+    bits
 }
 
 impl TokenTrie {
@@ -79,7 +157,51 @@ impl TokenTrie {
         while let Some(closed) = path.pop() {
             nodes[closed].subtree_len = (nodes.len() - closed) as u32;
         }
-        TokenTrie { nodes, token_ids }
+        let mut token_offsets = Vec::with_capacity(nodes.len() + 1);
+        let mut count = 0;
+        for node in &nodes {
+            token_offsets.push(count);
+            count += node.tokens_end - node.tokens_start;
+        }
+        token_offsets.push(count);
+        // Children come after their parent, so a reverse pass sees every child first.
+        let mut bytes_below = vec![0u128; nodes.len()];
+        for index in (0..nodes.len()).rev() {
+            let mut child = index + 1;
+            let end = index + nodes[index].subtree_len as usize;
+            let mut below = 0;
+            while child < end {
+                below |= bytes_below[child] | byte_bit(nodes[child].byte);
+                child += nodes[child].subtree_len as usize;
+            }
+            bytes_below[index] = below;
+        }
+        let valid_below = valid_utf8_below(&nodes);
+        TokenTrie {
+            nodes,
+            token_ids,
+            token_offsets,
+            bytes_below,
+            valid_below,
+        }
+    }
+
+    /// The tokens ending at `position` or anywhere below it.
+    pub fn subtree_tokens(&self, position: usize) -> &[u32] {
+        let end = position + self.nodes[position].subtree_len as usize;
+        &self.token_ids[self.token_offsets[position] as usize..self.token_offsets[end] as usize]
+    }
+
+    /// The bytes on the edges below the node at `position` (see [`byte_bit`]).
+    pub fn bytes_below(&self, position: usize) -> u128 {
+        self.bytes_below[position]
+    }
+
+    /// True when every token at or below `position` is a valid UTF-8 prefix (complete
+    /// characters, possibly ending inside one; strict: no overlongs, surrogates or
+    /// values past U+10FFFF).
+    pub fn valid_utf8_below(&self, position: usize) -> bool {
+        self.valid_below[position / 64] >> (position % 64) & 1 == 1
     }
 
     /// The nodes, root first, in depth-first order.
@@ -135,5 +257,67 @@ mod tests {
             .unwrap();
         assert_eq!(trie.nodes()[a].subtree_len, 3);
         assert_eq!(trie.nodes()[0].subtree_len as usize, trie.nodes().len());
+    }
+
+    #[test]
+    fn subtrees_know_their_tokens_and_bytes() {
+        let texts: [&[u8]; 6] = [b"ab", b"a", b"a\xC3\xA9", b"b", b"a\x7F", b"ax"];
+        let vocabulary = Vocabulary::new(
+            "t",
+            texts.iter().map(|text| text.to_vec()).collect(),
+            vec![TokenKind::Text; 6],
+            vec![],
+            None,
+        );
+        let trie = TokenTrie::new(&vocabulary);
+        let a = trie
+            .nodes()
+            .iter()
+            .position(|node| node.depth == 1 && node.byte == b'a')
+            .unwrap();
+        let mut under_a = trie.subtree_tokens(a).to_vec();
+        under_a.sort();
+        assert_eq!(under_a, vec![0, 1, 2, 4, 5]);
+        // Below "a": b, x, DEL (sharing bit 0 with NUL) and the two bytes of é (bit 127).
+        assert_eq!(
+            trie.bytes_below(a),
+            byte_bit(b'b') | byte_bit(b'x') | byte_bit(0x7F) | byte_bit(0xC3)
+        );
+        assert_eq!(byte_bit(0xC3), byte_bit(0xA9));
+        assert_eq!(byte_bit(0x7F), byte_bit(0x00));
+        assert!(trie.valid_utf8_below(a));
+        let b = trie
+            .nodes()
+            .iter()
+            .position(|node| node.depth == 1 && node.byte == b'b')
+            .unwrap();
+        assert_eq!(trie.subtree_tokens(b), &[3]);
+        assert_eq!(trie.bytes_below(b), 0);
+        assert_eq!(trie.subtree_tokens(0).len(), 6);
+    }
+
+    #[test]
+    fn invalid_utf8_below_a_node_is_known() {
+        // "x\xC3" ends inside é (valid prefix); "y\xA9" starts with a continuation byte,
+        // "z\xED\xA0" begins a surrogate (refused by strict UTF-8).
+        let texts: [&[u8]; 4] = [b"x\xC3", b"y\xA9", b"z\xED\xA0", b"z\xED\x9F"];
+        let vocabulary = Vocabulary::new(
+            "t",
+            texts.iter().map(|text| text.to_vec()).collect(),
+            vec![TokenKind::Text; 4],
+            vec![],
+            None,
+        );
+        let trie = TokenTrie::new(&vocabulary);
+        let at = |byte: u8| {
+            trie.nodes()
+                .iter()
+                .position(|node| node.depth == 1 && node.byte == byte)
+                .unwrap()
+        };
+        assert!(trie.valid_utf8_below(at(b'x')));
+        assert!(!trie.valid_utf8_below(at(b'y')));
+        assert!(!trie.valid_utf8_below(at(b'z')));
+        assert!(!trie.valid_utf8_below(0));
     }
 }
