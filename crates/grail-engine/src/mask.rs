@@ -19,6 +19,7 @@ use crate::compile::{CompiledGrammar, Node};
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
 use crate::matcher::Matcher;
+use crate::pure_walk::set_tokens;
 
 impl Matcher {
     /// A matcher whose tokens come from `vocabulary`: enables [`Matcher::accept_token`],
@@ -175,7 +176,7 @@ impl Matcher {
                 Some(state) => self.walk_from_state(index, mask, state, &frames),
                 None => {
                     let end = index.trie().nodes().len();
-                    self.walk_subtree(index, mask, 1, end, 0);
+                    self.walk_subtree(index, mask.words_mut(), 1, end, 0);
                 }
             }
         }
@@ -186,16 +187,24 @@ impl Matcher {
         }
     }
 
-    /// Depth-first walk of the trie nodes `first..end` (a subtree's descendants, or the
-    /// whole trie) from the current state, which is the state at trie depth `base_depth`.
+    /// Walks the trie nodes `first..end` (a subtree's descendants, or the whole trie)
+    /// from the current state, which is the state at trie depth `base_depth`, setting the
+    /// tokens accepted in `words`: along the step cache's table when the state is cached,
+    /// else one matcher step per node, skipping the subtree of any byte the grammar
+    /// refuses. Leaves the matcher as it was.
     pub(crate) fn walk_subtree(
         &mut self,
         index: &VocabularyIndex,
-        mask: &mut TokenBitmask,
+        words: &mut [u32],
         first: usize,
         end: usize,
         base_depth: u32,
     ) {
+        let mut frames = Vec::new();
+        if let Some(state) = self.current_state(&mut frames) {
+            self.table_walk(index, words, state, &frames, first, end, base_depth, false);
+            return;
+        }
         let trie = index.trie();
         let nodes = trie.nodes();
         let mut depth = base_depth;
@@ -209,8 +218,22 @@ impl Matcher {
             }
             if matches!(self.step_byte(node.byte), Ok(true)) {
                 depth += 1;
-                for &id in trie.tokens_at(node) {
-                    mask.set(id);
+                set_tokens(words, trie.tokens_at(node));
+                if let Some(state) = self.current_state(&mut frames) {
+                    // Cached from here on: walk this node's subtree along the table.
+                    let subtree_end = position + node.subtree_len as usize;
+                    self.table_walk(
+                        index,
+                        words,
+                        state,
+                        &frames,
+                        position + 1,
+                        subtree_end,
+                        depth,
+                        false,
+                    );
+                    position = subtree_end;
+                    continue;
                 }
                 position += 1;
             } else {

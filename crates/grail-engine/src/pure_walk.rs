@@ -15,6 +15,7 @@ use grail_vocab::{TokenBitmask, VocabularyIndex};
 use crate::compile::Node;
 use crate::matcher::Matcher;
 use crate::step_cache::{DEAD, FrontierGroup, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
+use crate::utf8::{Partial, Step};
 
 /// Subtrees at least this big are checked for bytes that all loop on the walk's state
 /// (smaller ones are cheaper to walk than to check).
@@ -105,11 +106,9 @@ impl Matcher {
                 for &position in &group.nodes {
                     let position = position as usize;
                     let node = &nodes[position];
-                    for &id in index.trie().tokens_at(node) {
-                        mask.set(id);
-                    }
+                    set_tokens(mask.words_mut(), index.trie().tokens_at(node));
                     let end = position + node.subtree_len as usize;
-                    self.walk_subtree(index, mask, position + 1, end, node.depth);
+                    self.walk_subtree(index, mask.words_mut(), position + 1, end, node.depth);
                 }
                 self.rollback(1);
             }
@@ -122,80 +121,160 @@ impl Matcher {
     /// and the nodes where the walk leaves the cacheable region. Slot maps follow each
     /// path, so a frontier group knows which of the start's frames its state's slots hold.
     fn pure_walk(&mut self, index: &VocabularyIndex, state: StateId, frames: &[u32]) -> PureWalk {
+        let mut words = vec![0u32; index.vocabulary().len().div_ceil(32)];
+        let end = index.trie().nodes().len();
+        let frontier = self.table_walk(index, &mut words, state, frames, 1, end, 0, true);
+        PureWalk {
+            mask_words: words.into_boxed_slice(),
+            frontier,
+        }
+    }
+
+    /// Walks the trie nodes `first..end` (a subtree's descendants, or the whole trie) from
+    /// the cached `state` (its slots standing for `frames`) at trie depth `base_depth`,
+    /// along the step cache's table: one lookup per node, whole subtrees at once where
+    /// their bytes loop, UTF-8 by validity alone where every character loops. Tokens
+    /// accepted go to `words`. Where a byte leaves the cached region (it returns to a
+    /// caller outside the state, or calls a rule), the node is either recorded
+    /// (`record_frontier`: the groups are returned, for a walk remembered per state) or
+    /// walked on at once with one real step.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn table_walk(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        state: StateId,
+        frames: &[u32],
+        first: usize,
+        end: usize,
+        base_depth: u32,
+        record_frontier: bool,
+    ) -> Vec<FrontierGroup> {
         let trie = index.trie();
         let nodes = trie.nodes();
-        let mut words = vec![0u32; index.vocabulary().len().div_ceil(32)];
         let mut maps = SlotMaps::new(frames.len());
         let mut groups: rustc_hash::FxHashMap<(StateId, u8, u32), Vec<u32>> = Default::default();
-        // The state (and slot map to the start) after each depth of the current path.
-        let mut path: Vec<(StateId, u32)> = vec![(state, 0)];
+        // The state (and slot map to the start) after each depth of the current path, and
+        // the character begun there when the path is inside one in a state where every
+        // character past ASCII loops (walked by UTF-8 validity alone, see below).
+        let mut path: Vec<(StateId, u32, Partial)> = vec![(state, 0, Partial::NONE)];
         let mut learn_frames = Vec::new();
-        // Trie paths are valid UTF-8 from the root only when the walk starts between
-        // characters.
-        let start_at_boundary = self
-            .step_cache()
-            .state(state)
-            .items
-            .iter()
-            .all(|&(_, partial, _)| partial.is_none());
-        let mut position = 1;
-        while position < nodes.len() {
+        let mut position = first;
+        while position < end {
             let node = &nodes[position];
-            path.truncate(node.depth as usize);
-            let (parent, map) = *path.last().expect("the start state is on the path");
+            path.truncate((node.depth - base_depth) as usize);
+            let (parent, map, partial) = *path.last().expect("the start state is on the path");
+            if node.byte >= 0x80 || !partial.is_none() {
+                // Where every character past ASCII loops, their bytes need no steps: any
+                // valid UTF-8 prefix stays live, and each whole character comes back.
+                let uniform = match self.step_cache().loop_bytes(parent) {
+                    (loops, _) if loops >> 127 == 1 => true,
+                    (_, breaks) if breaks >> 127 == 1 => false,
+                    _ => {
+                        learn_frames.clear();
+                        learn_frames
+                            .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                        self.loops_on(parent, &learn_frames, 1 << 127)
+                    }
+                };
+                if uniform {
+                    let next = match partial.push(node.byte) {
+                        Step::Invalid => {
+                            position += node.subtree_len as usize;
+                            continue;
+                        }
+                        Step::Complete(_) => Partial::NONE,
+                        Step::Incomplete(next) => next,
+                    };
+                    set_tokens(words, trie.tokens_at(node));
+                    path.push((parent, map, next));
+                    position += 1;
+                    continue;
+                }
+            }
             let mut transition = self.step_cache().transition(parent, node.byte);
             if transition == UNKNOWN {
                 learn_frames.clear();
                 learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                transition = self.learn_transition(parent, &learn_frames, node.byte);
+                if !record_frontier {
+                    // Learn with the real step the walk may need anyway.
+                    self.push_state_step(parent, &learn_frames);
+                    let live = matches!(self.step_byte(node.byte), Ok(true));
+                    transition = self.step_cache().transition(parent, node.byte);
+                    let leaves = match transition {
+                        DEAD | NOT_CACHEABLE | UNKNOWN => true,
+                        result => self.step_cache().result(result).new_frames > 0,
+                    };
+                    if live && leaves {
+                        set_tokens(words, trie.tokens_at(node));
+                        let subtree_end = position + node.subtree_len as usize;
+                        self.walk_subtree(index, words, position + 1, subtree_end, node.depth);
+                    }
+                    if live {
+                        self.rollback(1);
+                    }
+                    self.rollback(1);
+                    if !live || leaves {
+                        position += node.subtree_len as usize;
+                        continue;
+                    }
+                } else {
+                    transition = self.learn_transition(parent, &learn_frames, node.byte);
+                }
             }
-            match transition {
-                DEAD => position += node.subtree_len as usize,
-                NOT_CACHEABLE | UNKNOWN => {
+            let leaves = match transition {
+                DEAD => {
+                    position += node.subtree_len as usize;
+                    continue;
+                }
+                NOT_CACHEABLE | UNKNOWN => true,
+                // Rule calls make frames, which only real steps have.
+                result => self.step_cache().result(result).new_frames > 0,
+            };
+            if leaves {
+                if record_frontier {
                     groups
                         .entry((parent, node.byte, map))
                         .or_default()
                         .push(position as u32);
-                    position += node.subtree_len as usize;
-                }
-                result if self.step_cache().result(result).new_frames > 0 => {
-                    // Rule calls make frames: the walk continues at mask time.
-                    groups
-                        .entry((parent, node.byte, map))
-                        .or_default()
-                        .push(position as u32);
-                    position += node.subtree_len as usize;
-                }
-                result => {
-                    for &id in trie.tokens_at(node) {
-                        words[id as usize / 32] |= 1 << (id % 32);
+                } else {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                    self.push_state_step(parent, &learn_frames);
+                    if matches!(self.step_byte(node.byte), Ok(true)) {
+                        set_tokens(words, trie.tokens_at(node));
+                        let subtree_end = position + node.subtree_len as usize;
+                        self.walk_subtree(index, words, position + 1, subtree_end, node.depth);
+                        self.rollback(1);
                     }
-                    let step = self.step_cache().result(result);
-                    let target = step.target;
-                    let child = maps.compose(map, result, &step.slot_map);
-                    // A big subtree whose bytes all loop on the target: every token in
-                    // it is accepted, without visiting its nodes.
-                    if node.subtree_len >= BULK_MIN_SUBTREE {
-                        learn_frames.clear();
-                        learn_frames
-                            .extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
-                        let below = trie.bytes_below(position);
-                        // Past ASCII, the tokens below must be valid UTF-8 from a walk
-                        // that started between characters.
-                        let utf8_ok = below >> 127 == 0
-                            || (start_at_boundary && trie.valid_utf8_below(position));
-                        if utf8_ok && self.loops_on(target, &learn_frames, below) {
-                            for &id in trie.subtree_tokens(position) {
-                                words[id as usize / 32] |= 1 << (id % 32);
-                            }
-                            position += node.subtree_len as usize;
-                            continue;
-                        }
+                    self.rollback(1);
+                }
+                position += node.subtree_len as usize;
+                continue;
+            }
+            set_tokens(words, trie.tokens_at(node));
+            let step = self.step_cache().result(transition);
+            let target = step.target;
+            let child = maps.compose(map, transition, &step.slot_map);
+            // A big subtree whose bytes all loop on the target: every token in it is
+            // accepted, without visiting its nodes.
+            if node.subtree_len >= BULK_MIN_SUBTREE {
+                let below = trie.bytes_below(position);
+                // Past ASCII, the bytes below must be valid UTF-8 (the target loops on
+                // such characters only between characters).
+                let utf8_ok = below >> 127 == 0 || trie.valid_utf8_below(position);
+                if utf8_ok {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                    if self.loops_on(target, &learn_frames, below) {
+                        set_tokens(words, trie.subtree_tokens(position));
+                        position += node.subtree_len as usize;
+                        continue;
                     }
-                    path.push((target, child));
-                    position += 1;
                 }
             }
+            path.push((target, child, Partial::NONE));
+            position += 1;
         }
         let mut frontier: Vec<FrontierGroup> = groups
             .into_iter()
@@ -207,10 +286,7 @@ impl Matcher {
             })
             .collect();
         frontier.sort_by_key(|group| (group.state, group.byte, group.nodes[0]));
-        PureWalk {
-            mask_words: words.into_boxed_slice(),
-            frontier,
-        }
+        frontier
     }
 
     /// True when `state` steps to itself on every byte of `bytes` ([`grail_vocab::byte_bit`]
@@ -308,5 +384,12 @@ impl Matcher {
         }
         self.rollback(1);
         self.step_cache().transition(state, byte)
+    }
+}
+
+/// Sets the bits of `ids` in a mask's words.
+pub(crate) fn set_tokens(words: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        words[id as usize / 32] |= 1 << (id % 32);
     }
 }

@@ -48,6 +48,9 @@ const MAX_WALKS: usize = 512;
 pub(crate) struct StateData {
     pub(crate) items: Box<[(NodeId, Partial, u8)]>,
     pub(crate) accepting: bool,
+    /// The ASCII bytes split by which items take them: bytes in one class make the same
+    /// step (the same items move on), so a transition learned for one holds for all.
+    pub(crate) ascii_classes: Box<[u128]>,
 }
 
 /// A remembered transition: the target state; the rule calls it makes (new frames, and
@@ -118,6 +121,7 @@ impl StepCache {
         self.states.push(StateData {
             items: items.into(),
             accepting,
+            ascii_classes: ascii_classes(graph, items),
         });
         self.index.insert(key.into(), state);
         // Bytes no item can take are dead from the start: walks never step to learn them.
@@ -145,14 +149,40 @@ impl StepCache {
 
     /// Records a marker (`DEAD`, `NOT_CACHEABLE`) for a transition.
     pub(crate) fn record_marker(&mut self, state: StateId, byte: u8, marker: u32) {
-        self.transitions[state as usize * 256 + usize::from(byte)] = marker;
+        self.set_for_class(state, byte, marker);
+    }
+
+    /// Sets the transition of `byte` and of every ASCII byte in its class that is not
+    /// known yet.
+    fn set_for_class(&mut self, state: StateId, byte: u8, value: u32) {
+        let row = state as usize * 256;
+        self.transitions[row + usize::from(byte)] = value;
+        if byte >= 0x80 {
+            return;
+        }
+        let states = &self.states;
+        let Some(&class) = states[state as usize]
+            .ascii_classes
+            .iter()
+            .find(|&&class| class >> byte & 1 == 1)
+        else {
+            return;
+        };
+        let mut members = class;
+        while members != 0 {
+            let member = members.trailing_zeros() as usize;
+            members &= members - 1;
+            if self.transitions[row + member] == UNKNOWN {
+                self.transitions[row + member] = value;
+            }
+        }
     }
 
     /// Records a cacheable transition.
     pub(crate) fn record(&mut self, state: StateId, byte: u8, transition: Transition) {
         let index = self.results.len() as u32;
         self.results.push(transition);
-        self.transitions[state as usize * 256 + usize::from(byte)] = index;
+        self.set_for_class(state, byte, index);
     }
 
     /// The remembered trie walk from `state`.
@@ -235,4 +265,34 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
         }
     }
     live
+}
+
+/// The ASCII bytes grouped by the set of items that take them (items inside a character
+/// take none): partition refinement by each item's ASCII bitmap.
+fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[u128]> {
+    let mut classes: Vec<u128> = vec![u128::MAX];
+    for &(node, partial, _) in items {
+        if !partial.is_none() {
+            continue;
+        }
+        let takes: u128 = match graph.nodes[node as usize] {
+            Node::Char { code_point, .. } if code_point < 128 => 1 << code_point,
+            Node::Class { set, .. } => graph.class_ascii[set as usize],
+            Node::Any { .. } => u128::MAX,
+            _ => continue,
+        };
+        if takes == 0 || takes == u128::MAX {
+            continue;
+        }
+        let mut split = Vec::with_capacity(classes.len() + 1);
+        for class in classes {
+            for part in [class & takes, class & !takes] {
+                if part != 0 {
+                    split.push(part);
+                }
+            }
+        }
+        classes = split;
+    }
+    classes.into_boxed_slice()
 }

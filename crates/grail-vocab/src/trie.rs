@@ -30,8 +30,8 @@ pub struct TokenTrie {
     token_offsets: Vec<u32>,
     /// For each node, the bytes on the edges below it (see [`byte_bit`]).
     bytes_below: Vec<u128>,
-    /// For each node, whether every path below it keeps the bytes from the root a valid
-    /// UTF-8 prefix (bit per node).
+    /// For each node, whether every path below it is valid UTF-8 (a prefix of it) when
+    /// the node ends between characters (bit per node).
     valid_below: Vec<u64>,
 }
 
@@ -45,61 +45,71 @@ pub fn byte_bit(byte: u8) -> u128 {
     }
 }
 
-/// Where a strict UTF-8 decoder stands after some bytes: bytes still expected in the
-/// current character and the bounds its next byte must lie in, or broken.
-#[derive(Clone, Copy, PartialEq)]
-enum Utf8Phase {
-    Broken,
-    /// Continuation bytes still expected, and the range of the next one.
-    Expecting(u8, u8, u8),
-}
+/// Where a strict UTF-8 decoder stands between bytes: the eight ways to be inside (or
+/// between) characters — bytes still expected and the range of the next one.
+const UTF8_PHASES: [(u8, u8, u8); 8] = [
+    (0, 0x00, 0x00),
+    (1, 0x80, 0xBF),
+    (2, 0x80, 0xBF),
+    (2, 0xA0, 0xBF),
+    (2, 0x80, 0x9F),
+    (3, 0x80, 0xBF),
+    (3, 0x90, 0xBF),
+    (3, 0x80, 0x8F),
+];
 
-impl Utf8Phase {
-    const BOUNDARY: Utf8Phase = Utf8Phase::Expecting(0, 0, 0);
-
-    fn push(self, byte: u8) -> Utf8Phase {
-        match self {
-            Utf8Phase::Broken => Utf8Phase::Broken,
-            Utf8Phase::Expecting(0, _, _) => match byte {
-                0x00..=0x7F => Utf8Phase::BOUNDARY,
-                0xC2..=0xDF => Utf8Phase::Expecting(1, 0x80, 0xBF),
-                0xE0 => Utf8Phase::Expecting(2, 0xA0, 0xBF),
-                0xED => Utf8Phase::Expecting(2, 0x80, 0x9F),
-                0xE1..=0xEF => Utf8Phase::Expecting(2, 0x80, 0xBF),
-                0xF0 => Utf8Phase::Expecting(3, 0x90, 0xBF),
-                0xF4 => Utf8Phase::Expecting(3, 0x80, 0x8F),
-                0xF1..=0xF3 => Utf8Phase::Expecting(3, 0x80, 0xBF),
-                _ => Utf8Phase::Broken,
-            },
-            Utf8Phase::Expecting(left, low, high) if (low..=high).contains(&byte) => {
-                Utf8Phase::Expecting(left - 1, 0x80, 0xBF)
-            }
-            Utf8Phase::Expecting(..) => Utf8Phase::Broken,
-        }
+/// The phase after `byte` from phase `phase` (indices into [`UTF8_PHASES`]), or `None`
+/// when the bytes stop being valid UTF-8 (strict: no overlongs, surrogates or values
+/// past U+10FFFF).
+fn next_utf8_phase(phase: usize, byte: u8) -> Option<usize> {
+    let (left, low, high) = UTF8_PHASES[phase];
+    if left == 0 {
+        return match byte {
+            0x00..=0x7F => Some(0),
+            0xC2..=0xDF => Some(1),
+            0xE0 => Some(3),
+            0xED => Some(4),
+            0xE1..=0xEF => Some(2),
+            0xF0 => Some(6),
+            0xF4 => Some(7),
+            0xF1..=0xF3 => Some(5),
+            _ => None,
+        };
     }
+    (low..=high).contains(&byte).then_some(match left {
+        1 => 0,
+        2 => 1,
+        _ => 2,
+    })
 }
 
-/// Per node (a bit each): every path below keeps the bytes from the root valid UTF-8.
+/// Per node (a bit each): every path below it is valid UTF-8 when the node ends at a
+/// character boundary. A reverse pass computes, per node and phase, whether the paths
+/// below stay valid when entered in that phase.
 fn valid_utf8_below(nodes: &[TrieNode]) -> Vec<u64> {
-    let mut phases = vec![Utf8Phase::BOUNDARY; nodes.len()];
-    let mut path: Vec<usize> = vec![0];
-    for (index, node) in nodes.iter().enumerate().skip(1) {
-        path.truncate(node.depth as usize);
-        let parent = *path.last().expect("the root is on the path");
-        phases[index] = phases[parent].push(node.byte);
-        path.push(index);
-    }
-    let mut valid = vec![true; nodes.len()];
+    // Bit `p` of `valid[n]`: the paths below `n` stay valid entered in phase `p`.
+    let mut valid = vec![0u8; nodes.len()];
     for index in (0..nodes.len()).rev() {
-        let mut child = index + 1;
         let end = index + nodes[index].subtree_len as usize;
-        while child < end {
-            valid[index] &= valid[child] && phases[child] != Utf8Phase::Broken;
-            child += nodes[child].subtree_len as usize;
+        let mut bits = 0u8;
+        for phase in 0..UTF8_PHASES.len() {
+            let mut child = index + 1;
+            let mut ok = true;
+            while ok && child < end {
+                ok = next_utf8_phase(phase, nodes[child].byte)
+                    .is_some_and(|next| valid[child] >> next & 1 == 1);
+                child += nodes[child].subtree_len as usize;
+            }
+            bits |= u8::from(ok) << phase;
         }
+        valid[index] = bits;
     }
     let mut bits = vec![0u64; nodes.len().div_ceil(64)];
-    for (index, _) in valid.iter().enumerate().filter(|(_, valid)| **valid) {
+    for (index, _) in valid
+        .iter()
+        .enumerate()
+        .filter(|(_, valid)| **valid & 1 == 1)
+    {
         bits[index / 64] |= 1 << (index % 64);
     }
     bits
@@ -197,9 +207,9 @@ impl TokenTrie {
         self.bytes_below[position]
     }
 
-    /// True when every token at or below `position` is a valid UTF-8 prefix (complete
-    /// characters, possibly ending inside one; strict: no overlongs, surrogates or
-    /// values past U+10FFFF).
+    /// True when the bytes below `position` (every token below it, minus the bytes down to
+    /// it) are valid UTF-8, possibly ending inside a character, provided `position` ends
+    /// between characters. Strict: no overlongs, surrogates or values past U+10FFFF.
     pub fn valid_utf8_below(&self, position: usize) -> bool {
         self.valid_below[position / 64] >> (position % 64) & 1 == 1
     }
@@ -300,11 +310,12 @@ mod tests {
     fn invalid_utf8_below_a_node_is_known() {
         // "x\xC3" ends inside é (valid prefix); "y\xA9" starts with a continuation byte,
         // "z\xED\xA0" begins a surrogate (refused by strict UTF-8).
-        let texts: [&[u8]; 4] = [b"x\xC3", b"y\xA9", b"z\xED\xA0", b"z\xED\x9F"];
+        // "\xA9a": below the lone continuation byte, "a" is valid once it ends a character.
+        let texts: [&[u8]; 5] = [b"x\xC3", b"y\xA9", b"z\xED\xA0", b"z\xED\x9F", b"\xA9a"];
         let vocabulary = Vocabulary::new(
             "t",
             texts.iter().map(|text| text.to_vec()).collect(),
-            vec![TokenKind::Text; 4],
+            vec![TokenKind::Text; 5],
             vec![],
             None,
         );
@@ -318,6 +329,7 @@ mod tests {
         assert!(trie.valid_utf8_below(at(b'x')));
         assert!(!trie.valid_utf8_below(at(b'y')));
         assert!(!trie.valid_utf8_below(at(b'z')));
+        assert!(trie.valid_utf8_below(at(0xA9)));
         assert!(!trie.valid_utf8_below(0));
     }
 }
