@@ -22,7 +22,9 @@ use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
 use crate::mask_cache::MaskCache;
-use crate::step_cache::{DEAD, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN};
+use crate::step_cache::{
+    DEAD, NEVER_CACHEABLE, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN,
+};
 use crate::step_description::{describe_step, frames_in_order, transition_template};
 use crate::utf8::{Partial, Step};
 
@@ -90,6 +92,18 @@ pub(crate) struct Scratch {
     pub(crate) slot_frames: Vec<u32>,
     /// The frames of the step a byte is taken from, by slot.
     pub(crate) source_frames: Vec<u32>,
+    /// Learning a walk's transition: returns to callers outside the source step's frames
+    /// are left out and noted in `escaped` (see `Matcher::learn_inner_transition`).
+    inner_only: bool,
+    /// The source slots whose frames returned to callers outside (bit per slot).
+    escaped: u64,
+}
+
+impl Scratch {
+    /// The escapes of the transition being recorded (0 unless learning for a walk).
+    pub(crate) fn escaped(&self) -> u64 {
+        if self.inner_only { self.escaped } else { 0 }
+    }
 }
 
 /// An incremental matcher over a [`CompiledGrammar`]: feed it text, bytes or tokens, ask
@@ -281,13 +295,15 @@ impl Matcher {
         if current.state < NO_STATE {
             match self.cache.transition(current.state, byte) {
                 DEAD => return Ok(false),
-                NOT_CACHEABLE => {}
+                NOT_CACHEABLE | NEVER_CACHEABLE => {}
                 UNKNOWN => {
                     let items =
                         &self.items[current.items_start as usize..current.items_end as usize];
                     frames_in_order(items, &mut self.scratch.source_frames);
                     transition_from = Some((current.state, byte));
                 }
+                // Learned for walks: the returns it leaves out need the real callers.
+                result if self.cache.result(result).escapes != 0 => {}
                 result => {
                     let limits = self.grammar.inner.limits;
                     let state_size = self.items.len() + self.frames.len() + self.links.len();
@@ -532,6 +548,61 @@ impl Matcher {
         });
     }
 
+    /// Learns the transition of `state` (its slots standing for `frames`) on `byte` as
+    /// walks use it: returns to callers outside the state are left out and recorded as
+    /// the transition's escapes (the slots whose frames returned), so the transition
+    /// depends on the state alone. Returns what the cache then holds for it.
+    pub(crate) fn learn_inner_transition(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+        byte: u8,
+    ) -> u32 {
+        self.push_state_step(state, frames);
+        self.scratch.source_frames.clear();
+        self.scratch.source_frames.extend_from_slice(frames);
+        self.scan_byte(byte);
+        if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
+            Arc::make_mut(&mut self.cache).record_marker(state, byte, DEAD);
+        } else {
+            self.scratch.inner_only = true;
+            self.scratch.escaped = 0;
+            let stepped = self.close_step(1, false, Some((state, byte))).is_ok();
+            self.scratch.inner_only = false;
+            if stepped {
+                self.rollback(1);
+            }
+        }
+        self.rollback(1);
+        self.cache.transition(state, byte)
+    }
+
+    /// Pushes the step where the frames `returning` have just returned to their callers
+    /// outside the frames `inside` (the continuation a walk's escape stands for): the
+    /// callers' items, closed. Always rolled back by the caller.
+    pub(crate) fn push_return_step(&mut self, returning: &[u32], inside: &[u32]) -> bool {
+        self.scratch.kernel.clear();
+        self.scratch.carried.clear();
+        let mut accepting = false;
+        for &frame in returning {
+            let frame = self.frames[frame as usize];
+            accepting |= frame.is_root;
+            let mut link = frame.callers;
+            while link != NO_LINK {
+                let caller = self.links[link as usize];
+                link = caller.older;
+                if !inside.contains(&caller.frame) {
+                    self.scratch.kernel.push(Item {
+                        node: caller.next,
+                        frame: caller.frame,
+                        partial: Partial::NONE,
+                    });
+                }
+            }
+        }
+        self.close_step(0, accepting, None).is_ok()
+    }
+
     /// Records the end of generation: a step where nothing more can come but the end.
     pub(crate) fn end_generation(&mut self) {
         let current = *self.current();
@@ -681,14 +752,24 @@ impl Matcher {
                     let mut link = frame.callers;
                     while link != NO_LINK {
                         let caller = self.links[link as usize];
+                        link = caller.older;
                         if transition_from.is_some()
                             && (caller.frame as usize) < frames_before
                             && !scratch.source_frames.contains(&caller.frame)
                         {
-                            leaves_state = true;
+                            let slot = scratch
+                                .source_frames
+                                .iter()
+                                .position(|&frame| frame == item.frame);
+                            match slot {
+                                Some(slot) if scratch.inner_only => {
+                                    scratch.escaped |= 1 << slot;
+                                    continue;
+                                }
+                                _ => leaves_state = true,
+                            }
                         }
                         add(graph, scratch, caller.next, caller.frame);
-                        link = caller.older;
                     }
                 }
             }
@@ -741,6 +822,7 @@ impl Matcher {
                 .flatten();
             match transition {
                 Some(transition) => cache.record(from, byte, transition),
+                None if scratch.inner_only => cache.record_marker(from, byte, NEVER_CACHEABLE),
                 None => cache.record_marker(from, byte, NOT_CACHEABLE),
             }
         }

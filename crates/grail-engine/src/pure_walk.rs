@@ -14,7 +14,9 @@ use grail_vocab::{TokenBitmask, VocabularyIndex};
 
 use crate::compile::Node;
 use crate::matcher::Matcher;
-use crate::step_cache::{DEAD, FrontierGroup, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN};
+use crate::step_cache::{
+    DEAD, EscapeGroup, FrontierGroup, NEVER_CACHEABLE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN,
+};
 use crate::utf8::{Partial, Step};
 
 /// Subtrees at least this big are checked for bytes that all loop on the walk's state
@@ -114,6 +116,7 @@ impl Matcher {
             }
             self.rollback(1);
         }
+        self.resolve_escapes(index, mask.words_mut(), frames, &walk.escapes);
     }
 
     /// Walks the trie from `state` along cached transitions only (no matcher steps,
@@ -123,10 +126,12 @@ impl Matcher {
     fn pure_walk(&mut self, index: &VocabularyIndex, state: StateId, frames: &[u32]) -> PureWalk {
         let mut words = vec![0u32; index.vocabulary().len().div_ceil(32)];
         let end = index.trie().nodes().len();
-        let frontier = self.table_walk(index, &mut words, state, frames, 1, end, 0, true);
+        let (frontier, escapes) =
+            self.table_walk(index, &mut words, state, frames, 1, end, 0, true);
         PureWalk {
             mask_words: words.into_boxed_slice(),
             frontier,
+            escapes,
         }
     }
 
@@ -149,11 +154,12 @@ impl Matcher {
         end: usize,
         base_depth: u32,
         record_frontier: bool,
-    ) -> Vec<FrontierGroup> {
+    ) -> (Vec<FrontierGroup>, Vec<EscapeGroup>) {
         let trie = index.trie();
         let nodes = trie.nodes();
         let mut maps = SlotMaps::new(frames.len());
         let mut groups: rustc_hash::FxHashMap<(StateId, u8, u32), Vec<u32>> = Default::default();
+        let mut escapes: rustc_hash::FxHashMap<(u64, u64), Vec<u32>> = Default::default();
         // The state (and slot map to the start) after each depth of the current path, and
         // the character begun there when the path is inside one in a state where every
         // character past ASCII loops (walked by UTF-8 validity alone, see below).
@@ -193,41 +199,17 @@ impl Matcher {
                 }
             }
             let mut transition = self.step_cache().transition(parent, node.byte);
-            if transition == UNKNOWN {
+            if transition == UNKNOWN || transition == NOT_CACHEABLE {
                 learn_frames.clear();
                 learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                if !record_frontier {
-                    // Learn with the real step the walk may need anyway.
-                    self.push_state_step(parent, &learn_frames);
-                    let live = matches!(self.step_byte(node.byte), Ok(true));
-                    transition = self.step_cache().transition(parent, node.byte);
-                    let leaves = match transition {
-                        DEAD | NOT_CACHEABLE | UNKNOWN => true,
-                        result => self.step_cache().result(result).new_frames > 0,
-                    };
-                    if live && leaves {
-                        set_tokens(words, trie.tokens_at(node));
-                        let subtree_end = position + node.subtree_len as usize;
-                        self.walk_subtree(index, words, position + 1, subtree_end, node.depth);
-                    }
-                    if live {
-                        self.rollback(1);
-                    }
-                    self.rollback(1);
-                    if !live || leaves {
-                        position += node.subtree_len as usize;
-                        continue;
-                    }
-                } else {
-                    transition = self.learn_transition(parent, &learn_frames, node.byte);
-                }
+                transition = self.learn_inner_transition(parent, &learn_frames, node.byte);
             }
             let leaves = match transition {
                 DEAD => {
                     position += node.subtree_len as usize;
                     continue;
                 }
-                NOT_CACHEABLE | UNKNOWN => true,
+                NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => true,
                 // Rule calls make frames, which only real steps have.
                 result => self.step_cache().result(result).new_frames > 0,
             };
@@ -252,9 +234,25 @@ impl Matcher {
                 position += node.subtree_len as usize;
                 continue;
             }
-            set_tokens(words, trie.tokens_at(node));
             let step = self.step_cache().result(transition);
             let target = step.target;
+            if step.escapes != 0 {
+                // Frames returned to callers outside the state: the walk also goes on
+                // from those callers, below this node (see `resolve_escapes`).
+                let slots = maps.get(map);
+                let to_start = |bits: u64| {
+                    (0..slots.len())
+                        .filter(|&slot| bits >> slot & 1 == 1)
+                        .fold(0u64, |start, slot| start | 1 << slots[slot])
+                };
+                let key = (to_start(step.escapes), to_start(u64::MAX));
+                escapes.entry(key).or_default().push(position as u32);
+            }
+            let target_data = self.step_cache().state(target);
+            if !target_data.items.is_empty() || target_data.accepting {
+                set_tokens(words, trie.tokens_at(node));
+            }
+            let step = self.step_cache().result(transition);
             let child = maps.compose(map, transition, &step.slot_map);
             // A big subtree whose bytes all loop on the target: every token in it is
             // accepted, without visiting its nodes.
@@ -286,7 +284,80 @@ impl Matcher {
             })
             .collect();
         frontier.sort_by_key(|group| (group.state, group.byte, group.nodes[0]));
-        frontier
+        let mut escapes: Vec<EscapeGroup> = escapes
+            .into_iter()
+            .map(|((returning, inside), nodes)| EscapeGroup {
+                returning,
+                inside,
+                nodes,
+            })
+            .collect();
+        escapes.sort_by_key(|group| (group.returning, group.inside));
+        if record_frontier {
+            (frontier, escapes)
+        } else {
+            self.resolve_escapes(index, words, frames, &escapes);
+            (frontier, Vec::new())
+        }
+    }
+
+    /// Walks on below the nodes of escape groups: from the step where the group's frames
+    /// (slots of the walk's start, standing for `frames`) return to their callers outside
+    /// the state they escaped from, each node's tokens (when that step is viable) and its
+    /// subtree.
+    pub(crate) fn resolve_escapes(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        frames: &[u32],
+        groups: &[EscapeGroup],
+    ) {
+        let nodes = index.trie().nodes();
+        let pick = |bits: u64| -> Vec<u32> {
+            (0..frames.len())
+                .filter(|&slot| bits >> slot & 1 == 1)
+                .map(|slot| frames[slot])
+                .collect()
+        };
+        let mut return_frames = Vec::new();
+        for group in groups {
+            if !self.push_return_step(&pick(group.returning), &pick(group.inside)) {
+                continue;
+            }
+            let viable = self.is_viable();
+            let state = self.current_state(&mut return_frames);
+            for &position in &group.nodes {
+                let position = position as usize;
+                let node = &nodes[position];
+                if viable {
+                    set_tokens(words, index.trie().tokens_at(node));
+                }
+                let end = position + node.subtree_len as usize;
+                let Some(state) = state else {
+                    self.walk_subtree(index, words, position + 1, end, node.depth);
+                    continue;
+                };
+                // Most children are dead from the callers: one lookup each.
+                let mut child = position + 1;
+                while child < end {
+                    let child_end = child + nodes[child].subtree_len as usize;
+                    if self.step_cache().transition(state, nodes[child].byte) != DEAD {
+                        self.table_walk(
+                            index,
+                            words,
+                            state,
+                            &return_frames,
+                            child,
+                            child_end,
+                            node.depth,
+                            false,
+                        );
+                    }
+                    child = child_end;
+                }
+            }
+            self.rollback(1);
+        }
     }
 
     /// True when `state` steps to itself on every byte of `bytes` ([`grail_vocab::byte_bit`]
@@ -326,19 +397,30 @@ impl Matcher {
 
     /// True when `byte` takes `state` back to itself, every frame in its slot, no calls.
     fn loops_on_byte(&mut self, state: StateId, frames: &[u32], byte: u8) -> bool {
-        self.step_to(state, frames, byte) == Some(state)
+        self.step_to(state, frames, byte, true) == Some(state)
     }
 
     /// The target of a cached transition that keeps every slot and calls nothing.
-    fn step_to(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<StateId> {
+    /// With `allow_escapes`, the transition may also return to callers outside the state
+    /// (taking a whole subtree, those returns add nothing: every token in it is taken).
+    fn step_to(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+        byte: u8,
+        allow_escapes: bool,
+    ) -> Option<StateId> {
         let mut transition = self.step_cache().transition(state, byte);
-        if transition == UNKNOWN {
+        if transition == UNKNOWN || transition == NOT_CACHEABLE {
             transition = self.learn_transition(state, frames, byte);
         }
-        if matches!(transition, DEAD | NOT_CACHEABLE | UNKNOWN) {
+        if matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN) {
             return None;
         }
         let step = self.step_cache().result(transition);
+        if step.escapes != 0 && !allow_escapes {
+            return None;
+        }
         let keeps_slots = step
             .slot_map
             .iter()
@@ -371,19 +453,14 @@ impl Matcher {
         }
         some_accept
             && self
-                .step_to(state, frames, 0xC3)
-                .is_some_and(|middle| self.step_to(middle, frames, 0xA9) == Some(state))
+                .step_to(state, frames, 0xC3, false)
+                .is_some_and(|middle| self.step_to(middle, frames, 0xA9, false) == Some(state))
     }
 
     /// Takes one real step from `state` (its slots standing for `frames`) on `byte`, so
     /// the step cache records the transition, and returns what it recorded.
     fn learn_transition(&mut self, state: StateId, frames: &[u32], byte: u8) -> u32 {
-        self.push_state_step(state, frames);
-        if matches!(self.step_byte(byte), Ok(true)) {
-            self.rollback(1);
-        }
-        self.rollback(1);
-        self.step_cache().transition(state, byte)
+        self.learn_inner_transition(state, frames, byte)
     }
 }
 

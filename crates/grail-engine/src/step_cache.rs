@@ -32,6 +32,9 @@ pub(crate) const UNKNOWN: StateId = u32::MAX;
 pub(crate) const NOT_CACHEABLE: StateId = u32::MAX - 1;
 /// No item survives the byte.
 pub(crate) const DEAD: StateId = u32::MAX - 2;
+/// Not cacheable even for walks (learned leaving out outside returns, it still did not
+/// fit a template): compute it in full.
+pub(crate) const NEVER_CACHEABLE: StateId = u32::MAX - 4;
 /// The step has no state (its items span several frames, or the cache is full).
 pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 
@@ -59,6 +62,9 @@ pub(crate) struct StateData {
 #[derive(Debug, Clone)]
 pub(crate) struct Transition {
     pub(crate) target: StateId,
+    /// Learned for walks only: the source slots whose frames returned to callers outside
+    /// the state, returns the target leaves out (bit per slot; 0 for full transitions).
+    pub(crate) escapes: u64,
     pub(crate) slot_map: Box<[u8]>,
     /// How many frames the transition creates.
     pub(crate) new_frames: u8,
@@ -75,6 +81,20 @@ pub(crate) struct PureWalk {
     /// Trie nodes whose byte leaves the pure region, grouped by the state before it and
     /// the byte: each group needs one real step at mask time.
     pub(crate) frontier: Vec<FrontierGroup>,
+    /// Trie nodes where frames of the start returned to callers outside the state.
+    pub(crate) escapes: Vec<EscapeGroup>,
+}
+
+/// Trie nodes where frames of the walk's start returned to callers outside the state
+/// the walk was in: the walk goes on below them from those callers, at mask time.
+#[derive(Debug)]
+pub(crate) struct EscapeGroup {
+    /// The start's slots whose frames returned (bit per slot).
+    pub(crate) returning: u64,
+    /// The start's slots the state held (their callers were walked already).
+    pub(crate) inside: u64,
+    /// Positions in the trie's node array.
+    pub(crate) nodes: Vec<u32>,
 }
 
 /// Trie nodes entered by the same byte from the same state.

@@ -30,9 +30,6 @@ pub(crate) fn describe_step(
     links: &[Link],
     scratch: &mut Scratch,
 ) -> bool {
-    if items.is_empty() {
-        return false;
-    }
     frames_in_order(items, &mut scratch.slot_frames);
     if scratch.slot_frames.len() > MAX_STATE_SLOTS {
         return false;
@@ -133,6 +130,7 @@ pub(crate) fn transition_template(
         .collect::<Option<Box<[u8]>>>()?;
     Some(Transition {
         target,
+        escapes: scratch.escaped(),
         slot_map,
         new_frames: new_frames as u8,
         new_links: new_links.into_boxed_slice(),
