@@ -20,6 +20,11 @@ use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
 use crate::matcher::Matcher;
 use crate::pure_walk::set_tokens;
+use crate::step_cache::StateId;
+
+/// Trie ranges at least this big are walked through remembered walks (smaller ones cost
+/// less to walk than to remember).
+const REMEMBERED_WALK_MIN_NODES: usize = 4096;
 
 impl Matcher {
     /// A matcher whose tokens come from `vocabulary`: enables [`Matcher::accept_token`],
@@ -173,7 +178,10 @@ impl Matcher {
         if has_text_items {
             let mut frames = Vec::new();
             match self.current_state(&mut frames) {
-                Some(state) => self.walk_from_state(index, mask, state, &frames),
+                Some(state) => {
+                    let end = index.trie().nodes().len();
+                    self.walk_remembered(index, mask.words_mut(), state, &frames, 1, end, 0);
+                }
                 None => {
                     let end = index.trie().nodes().len();
                     self.walk_subtree(index, mask.words_mut(), 1, end, 0);
@@ -202,7 +210,7 @@ impl Matcher {
     ) {
         let mut frames = Vec::new();
         if let Some(state) = self.current_state(&mut frames) {
-            self.table_walk(index, words, state, &frames, first, end, base_depth, false);
+            self.walk_from_cached(index, words, state, &frames, first, end, base_depth);
             return;
         }
         let trie = index.trie();
@@ -222,7 +230,7 @@ impl Matcher {
                 if let Some(state) = self.current_state(&mut frames) {
                     // Cached from here on: walk this node's subtree along the table.
                     let subtree_end = position + node.subtree_len as usize;
-                    self.table_walk(
+                    self.walk_from_cached(
                         index,
                         words,
                         state,
@@ -230,7 +238,6 @@ impl Matcher {
                         position + 1,
                         subtree_end,
                         depth,
-                        false,
                     );
                     position = subtree_end;
                     continue;
@@ -241,6 +248,27 @@ impl Matcher {
             }
         }
         self.rollback((depth - base_depth) as usize);
+    }
+
+    /// Walks the trie nodes `first..end` from the cached `state` (its slots standing for
+    /// `frames`) at depth `base_depth`: big ranges through the walks remembered per state
+    /// and range, small ones along the table directly.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_from_cached(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        state: StateId,
+        frames: &[u32],
+        first: usize,
+        end: usize,
+        base_depth: u32,
+    ) {
+        if end - first >= REMEMBERED_WALK_MIN_NODES {
+            self.walk_remembered(index, words, state, frames, first, end, base_depth);
+        } else {
+            self.table_walk(index, words, state, frames, first, end, base_depth, false);
+        }
     }
 
     /// Sets the tokens the current token elements accept by id.

@@ -10,12 +10,13 @@
 
 use std::sync::Arc;
 
-use grail_vocab::{TokenBitmask, VocabularyIndex};
+use grail_vocab::VocabularyIndex;
 
 use crate::compile::Node;
 use crate::matcher::Matcher;
 use crate::step_cache::{
     DEAD, EscapeGroup, FrontierGroup, NEVER_CACHEABLE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN,
+    WalkTokens,
 };
 use crate::utf8::{Partial, Step};
 
@@ -77,27 +78,40 @@ impl SlotMaps {
 }
 
 impl Matcher {
-    /// The text tokens allowed from a cached state: the remembered pure part of the walk
-    /// (computed on first use), plus one real step per frontier group and the walk of
-    /// the subtrees behind it, which depend on the callers.
-    pub(crate) fn walk_from_state(
+    /// The tokens of the trie nodes `first..end` allowed from the cached `state` (its
+    /// slots standing for `frames`) at trie depth `base_depth`, set in `words`: the part
+    /// of the walk that depends on the state alone is remembered per state and range
+    /// (computed on first use); what depends on the callers (frontier groups, escapes)
+    /// is walked each time, one real step per group.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn walk_remembered(
         &mut self,
         index: &VocabularyIndex,
-        mask: &mut TokenBitmask,
+        words: &mut [u32],
         state: StateId,
         frames: &[u32],
+        first: usize,
+        end: usize,
+        base_depth: u32,
     ) {
-        let walk = match self.step_cache().walk(state) {
+        let key = (first as u32, end as u32);
+        let walk = match self.step_cache().walk(state, key.0, key.1) {
             Some(walk) => walk,
             None => {
-                let walk = Arc::new(self.pure_walk(index, state, frames));
-                self.step_cache_mut().remember_walk(state, walk.clone());
+                let mut own = vec![0u32; words.len()];
+                let (frontier, escapes) =
+                    self.table_walk(index, &mut own, state, frames, first, end, base_depth, true);
+                let walk = Arc::new(PureWalk {
+                    tokens: WalkTokens::from_words(own),
+                    frontier,
+                    escapes,
+                });
+                self.step_cache_mut()
+                    .remember_walk(state, key.0, key.1, walk.clone());
                 walk
             }
         };
-        for (word, pure) in mask.words_mut().iter_mut().zip(walk.mask_words.iter()) {
-            *word |= pure;
-        }
+        walk.tokens.apply(words);
         let nodes = index.trie().nodes();
         let mut group_frames = Vec::new();
         for group in &walk.frontier {
@@ -108,31 +122,15 @@ impl Matcher {
                 for &position in &group.nodes {
                     let position = position as usize;
                     let node = &nodes[position];
-                    set_tokens(mask.words_mut(), index.trie().tokens_at(node));
+                    set_tokens(words, index.trie().tokens_at(node));
                     let end = position + node.subtree_len as usize;
-                    self.walk_subtree(index, mask.words_mut(), position + 1, end, node.depth);
+                    self.walk_subtree(index, words, position + 1, end, node.depth);
                 }
                 self.rollback(1);
             }
             self.rollback(1);
         }
-        self.resolve_escapes(index, mask.words_mut(), frames, &walk.escapes);
-    }
-
-    /// Walks the trie from `state` along cached transitions only (no matcher steps,
-    /// except once per unknown transition to learn it), collecting the tokens accepted
-    /// and the nodes where the walk leaves the cacheable region. Slot maps follow each
-    /// path, so a frontier group knows which of the start's frames its state's slots hold.
-    fn pure_walk(&mut self, index: &VocabularyIndex, state: StateId, frames: &[u32]) -> PureWalk {
-        let mut words = vec![0u32; index.vocabulary().len().div_ceil(32)];
-        let end = index.trie().nodes().len();
-        let (frontier, escapes) =
-            self.table_walk(index, &mut words, state, frames, 1, end, 0, true);
-        PureWalk {
-            mask_words: words.into_boxed_slice(),
-            frontier,
-            escapes,
-        }
+        self.resolve_escapes(index, words, frames, &walk.escapes);
     }
 
     /// Walks the trie nodes `first..end` (a subtree's descendants, or the whole trie) from
@@ -286,10 +284,28 @@ impl Matcher {
         frontier.sort_by_key(|group| (group.state, group.byte, group.nodes[0]));
         let mut escapes: Vec<EscapeGroup> = escapes
             .into_iter()
-            .map(|((returning, inside), nodes)| EscapeGroup {
-                returning,
-                inside,
-                nodes,
+            .map(|((returning, inside), nodes)| {
+                let mut by_byte: rustc_hash::FxHashMap<u8, Vec<u32>> = Default::default();
+                for &position in &nodes {
+                    let position = position as usize;
+                    let end = position + nodes_len(trie, position);
+                    let mut child = position + 1;
+                    while child < end {
+                        by_byte
+                            .entry(trie.nodes()[child].byte)
+                            .or_default()
+                            .push(child as u32);
+                        child += trie.nodes()[child].subtree_len as usize;
+                    }
+                }
+                let mut children: Vec<(u8, Vec<u32>)> = by_byte.into_iter().collect();
+                children.sort_unstable_by_key(|(byte, _)| *byte);
+                EscapeGroup {
+                    returning,
+                    inside,
+                    nodes,
+                    children,
+                }
             })
             .collect();
         escapes.sort_by_key(|group| (group.returning, group.inside));
@@ -325,35 +341,40 @@ impl Matcher {
                 continue;
             }
             let viable = self.is_viable();
-            let state = self.current_state(&mut return_frames);
-            for &position in &group.nodes {
-                let position = position as usize;
-                let node = &nodes[position];
-                if viable {
-                    set_tokens(words, index.trie().tokens_at(node));
+            if viable {
+                for &position in &group.nodes {
+                    set_tokens(words, index.trie().tokens_at(&nodes[position as usize]));
                 }
-                let end = position + node.subtree_len as usize;
-                let Some(state) = state else {
-                    self.walk_subtree(index, words, position + 1, end, node.depth);
+            }
+            let state = self.current_state(&mut return_frames);
+            for (byte, children) in &group.children {
+                if let Some(state) = state
+                    && self.step_cache().transition(state, *byte) == DEAD
+                {
                     continue;
-                };
-                // Most children are dead from the callers: one lookup each.
-                let mut child = position + 1;
-                while child < end {
-                    let child_end = child + nodes[child].subtree_len as usize;
-                    if self.step_cache().transition(state, nodes[child].byte) != DEAD {
-                        self.table_walk(
-                            index,
-                            words,
-                            state,
-                            &return_frames,
-                            child,
-                            child_end,
-                            node.depth,
-                            false,
-                        );
+                }
+                // Each child (with its subtree) from the callers' step.
+                for &child in children {
+                    let child = child as usize;
+                    let node = &nodes[child];
+                    let child_end = child + node.subtree_len as usize;
+                    match state {
+                        Some(state) => {
+                            self.table_walk(
+                                index,
+                                words,
+                                state,
+                                &return_frames,
+                                child,
+                                child_end,
+                                node.depth - 1,
+                                false,
+                            );
+                        }
+                        None => {
+                            self.walk_subtree(index, words, child, child_end, node.depth - 1);
+                        }
                     }
-                    child = child_end;
                 }
             }
             self.rollback(1);
@@ -469,4 +490,9 @@ pub(crate) fn set_tokens(words: &mut [u32], ids: &[u32]) {
     for &id in ids {
         words[id as usize / 32] |= 1 << (id % 32);
     }
+}
+
+/// The size of the subtree at `position`.
+fn nodes_len(trie: &grail_vocab::TokenTrie, position: usize) -> usize {
+    trie.nodes()[position].subtree_len as usize
 }

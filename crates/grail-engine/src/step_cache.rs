@@ -42,8 +42,8 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 /// 16 MB at the cap.
 const MAX_STATES: usize = 16_384;
 
-/// Most states whose token-trie walk is remembered (each holds a mask's worth of words).
-const MAX_WALKS: usize = 512;
+/// Most bytes of remembered trie walks per matcher family.
+const MAX_WALK_BYTES: usize = 64 << 20;
 
 /// A state: its items as (node, partial character, frame slot), and whether the grammar
 /// may end there.
@@ -77,12 +77,85 @@ pub(crate) struct Transition {
 #[derive(Debug)]
 pub(crate) struct PureWalk {
     /// Tokens whose every byte is a pure transition ending in a live state.
-    pub(crate) mask_words: Box<[u32]>,
+    pub(crate) tokens: WalkTokens,
     /// Trie nodes whose byte leaves the pure region, grouped by the state before it and
     /// the byte: each group needs one real step at mask time.
     pub(crate) frontier: Vec<FrontierGroup>,
     /// Trie nodes where frames of the start returned to callers outside the state.
     pub(crate) escapes: Vec<EscapeGroup>,
+}
+
+/// The tokens a walk accepted: a whole mask's words, or (for a few) their ids.
+#[derive(Debug)]
+pub(crate) enum WalkTokens {
+    Words(Box<[u32]>),
+    Ids(Box<[u32]>),
+}
+
+impl WalkTokens {
+    /// The smaller form of the tokens set in `words`.
+    pub(crate) fn from_words(words: Vec<u32>) -> WalkTokens {
+        let count: usize = words.iter().map(|word| word.count_ones() as usize).sum();
+        if count * 8 > words.len() {
+            return WalkTokens::Words(words.into_boxed_slice());
+        }
+        let mut ids = Vec::with_capacity(count);
+        for (index, &word) in words.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                ids.push(index as u32 * 32 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        WalkTokens::Ids(ids.into_boxed_slice())
+    }
+
+    /// Sets these tokens in a mask's words.
+    pub(crate) fn apply(&self, words: &mut [u32]) {
+        match self {
+            WalkTokens::Words(own) => {
+                for (word, own) in words.iter_mut().zip(own.iter()) {
+                    *word |= own;
+                }
+            }
+            WalkTokens::Ids(ids) => {
+                for &id in ids.iter() {
+                    words[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            WalkTokens::Words(words) | WalkTokens::Ids(words) => words.len() * 4,
+        }
+    }
+}
+
+impl PureWalk {
+    /// About how much memory the walk holds.
+    pub(crate) fn bytes(&self) -> usize {
+        let frontier: usize = self
+            .frontier
+            .iter()
+            .map(|group| group.nodes.len() * 4 + group.slots.len() + 48)
+            .sum();
+        let escapes: usize = self
+            .escapes
+            .iter()
+            .map(|group| {
+                group.nodes.len() * 4
+                    + group
+                        .children
+                        .iter()
+                        .map(|(_, children)| children.len() * 4 + 32)
+                        .sum::<usize>()
+                    + 64
+            })
+            .sum();
+        self.tokens.bytes() + frontier + escapes + 64
+    }
 }
 
 /// Trie nodes where frames of the walk's start returned to callers outside the state
@@ -95,6 +168,9 @@ pub(crate) struct EscapeGroup {
     pub(crate) inside: u64,
     /// Positions in the trie's node array.
     pub(crate) nodes: Vec<u32>,
+    /// The children of those nodes by byte, so a byte the callers refuse costs one
+    /// lookup for all of them.
+    pub(crate) children: Vec<(u8, Vec<u32>)>,
 }
 
 /// Trie nodes entered by the same byte from the same state.
@@ -116,7 +192,9 @@ pub(crate) struct StepCache {
     /// Per state and byte: a marker, or an index into `results`.
     transitions: Vec<u32>,
     results: Vec<Transition>,
-    walks: FxHashMap<StateId, std::sync::Arc<PureWalk>>,
+    /// Remembered walks by start state and trie range (first and end node).
+    walks: FxHashMap<(StateId, u32, u32), std::sync::Arc<PureWalk>>,
+    walk_bytes: usize,
     /// Per state, the ASCII bytes known to loop on it and known not to (see
     /// `Matcher::loops_on`).
     loops: FxHashMap<StateId, (u128, u128)>,
@@ -205,15 +283,28 @@ impl StepCache {
         self.set_for_class(state, byte, index);
     }
 
-    /// The remembered trie walk from `state`.
-    pub(crate) fn walk(&self, state: StateId) -> Option<std::sync::Arc<PureWalk>> {
-        self.walks.get(&state).cloned()
+    /// The remembered walk of the trie nodes `first..end` from `state`.
+    pub(crate) fn walk(
+        &self,
+        state: StateId,
+        first: u32,
+        end: u32,
+    ) -> Option<std::sync::Arc<PureWalk>> {
+        self.walks.get(&(state, first, end)).cloned()
     }
 
-    /// Remembers a trie walk, while there is room.
-    pub(crate) fn remember_walk(&mut self, state: StateId, walk: std::sync::Arc<PureWalk>) {
-        if self.walks.len() < MAX_WALKS {
-            self.walks.insert(state, walk);
+    /// Remembers a walk, while there is room.
+    pub(crate) fn remember_walk(
+        &mut self,
+        state: StateId,
+        first: u32,
+        end: u32,
+        walk: std::sync::Arc<PureWalk>,
+    ) {
+        let bytes = walk.bytes();
+        if self.walk_bytes + bytes <= MAX_WALK_BYTES {
+            self.walk_bytes += bytes;
+            self.walks.insert((state, first, end), walk);
         }
     }
 
