@@ -22,9 +22,14 @@ use crate::matcher::Matcher;
 use crate::pure_walk::set_tokens;
 use crate::step_cache::StateId;
 
-/// Trie ranges at least this big are walked through remembered walks (smaller ones cost
-/// less to walk than to remember).
+/// Trie ranges at least this big (or a sixteenth of the trie, in small vocabularies) are
+/// walked through remembered walks (smaller ones cost less to walk than to remember).
 const REMEMBERED_WALK_MIN_NODES: usize = 4096;
+
+/// The size from which a trie range is worth remembering walks of.
+fn remembered_walk_min(index: &VocabularyIndex) -> usize {
+    (index.trie().nodes().len() / 16).clamp(16, REMEMBERED_WALK_MIN_NODES)
+}
 
 impl Matcher {
     /// A matcher whose tokens come from `vocabulary`: enables [`Matcher::accept_token`],
@@ -176,17 +181,8 @@ impl Matcher {
             .iter()
             .any(|item| !matches!(graph.nodes[item.node as usize], Node::Token { .. }));
         if has_text_items {
-            let mut frames = Vec::new();
-            match self.current_state(&mut frames) {
-                Some(state) => {
-                    let end = index.trie().nodes().len();
-                    self.walk_remembered(index, mask.words_mut(), state, &frames, 1, end, 0);
-                }
-                None => {
-                    let end = index.trie().nodes().len();
-                    self.walk_subtree(index, mask.words_mut(), 1, end, 0);
-                }
-            }
+            let end = index.trie().nodes().len();
+            self.walk_subtree(index, mask.words_mut(), 1, end, 0);
         }
         if self.is_viable() {
             for &id in index.empty_text_ids() {
@@ -208,6 +204,19 @@ impl Matcher {
         end: usize,
         base_depth: u32,
     ) {
+        if end - first >= remembered_walk_min(index)
+            && let Some((fresh, old)) = self.items_by_frame_age()
+        {
+            // Walked apart, the items of rules just called make states that do not
+            // depend on the caller, so their (big) walks are remembered once for all
+            // the places that call them.
+            for part in [fresh, old] {
+                self.push_items_step(&part);
+                self.walk_subtree(index, words, first, end, base_depth);
+                self.rollback(1);
+            }
+            return;
+        }
         let mut frames = Vec::new();
         if let Some(state) = self.current_state(&mut frames) {
             self.walk_from_cached(index, words, state, &frames, first, end, base_depth);
@@ -264,7 +273,7 @@ impl Matcher {
         end: usize,
         base_depth: u32,
     ) {
-        if end - first >= REMEMBERED_WALK_MIN_NODES {
+        if end - first >= remembered_walk_min(index) {
             self.walk_remembered(index, words, state, frames, first, end, base_depth);
         } else {
             self.table_walk(index, words, state, frames, first, end, base_depth, false);

@@ -527,6 +527,50 @@ impl Matcher {
         Arc::make_mut(&mut self.cache)
     }
 
+    /// The current items split by the age of their frames: those in frames the current
+    /// step created (rule calls just predicted: their walk depends on the rule, not on
+    /// where it was called) and the rest. `None` when one part is empty.
+    pub(crate) fn items_by_frame_age(&self) -> Option<(Vec<Item>, Vec<Item>)> {
+        let count = self.steps.len();
+        let created_from = if count >= 2 {
+            self.steps[count - 2].frames_len
+        } else {
+            0
+        };
+        let (fresh, old): (Vec<Item>, Vec<Item>) = self
+            .current_items()
+            .iter()
+            .partition(|item| item.frame >= created_from);
+        (!fresh.is_empty() && !old.is_empty()).then_some((fresh, old))
+    }
+
+    /// Pushes a step holding `items` (some of the current ones), interned as a cached
+    /// state when it fits, for walking them apart (always rolled back).
+    pub(crate) fn push_items_step(&mut self, items: &[Item]) {
+        let current = *self.current();
+        let items_start = self.items.len() as u32;
+        self.items.extend_from_slice(items);
+        let graph: &GrammarGraph = &self.grammar.inner;
+        let described = describe_step(items, false, &self.frames, &self.links, &mut self.scratch);
+        let state = if described {
+            Arc::make_mut(&mut self.cache).intern(
+                graph,
+                &self.scratch.key,
+                &self.scratch.state_items,
+                false,
+            )
+        } else {
+            NO_STATE
+        };
+        self.steps.push(StepRecord {
+            items_start,
+            items_end: self.items.len() as u32,
+            accepting: false,
+            state,
+            ..current
+        });
+    }
+
     /// Pushes a step holding the items of a cached state, its slots standing for
     /// `frames`, as if the input had led there (used by mask walks, always rolled back).
     pub(crate) fn push_state_step(&mut self, state: StateId, frames: &[u32]) {

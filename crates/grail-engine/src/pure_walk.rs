@@ -51,17 +51,9 @@ impl SlotMaps {
 
     /// The map of a transition's target: its slot k holds the start slot that the
     /// parent's slot `step[k]` holds.
+    /// (Transitions that keep every slot in place keep the parent's map: the caller
+    /// checks `Transition::keeps_slots` first.)
     fn compose(&mut self, parent: u32, result: u32, step: &[u8]) -> u32 {
-        // Most transitions keep every slot in place.
-        let parent_len = self.maps[parent as usize].len();
-        if step.len() == parent_len
-            && step
-                .iter()
-                .enumerate()
-                .all(|(slot, &from)| usize::from(from) == slot)
-        {
-            return parent;
-        }
         if let Some(&known) = self.composed.get(&(parent, result)) {
             return known;
         }
@@ -157,7 +149,10 @@ impl Matcher {
         let nodes = trie.nodes();
         let mut maps = SlotMaps::new(frames.len());
         let mut groups: rustc_hash::FxHashMap<(StateId, u8, u32), Vec<u32>> = Default::default();
-        let mut escapes: rustc_hash::FxHashMap<(u64, u64), Vec<u32>> = Default::default();
+        // Escape nodes by (returning, inside) start slots; the last (slot map, escapes)
+        // seen and its group, since runs of nodes share them.
+        let mut escapes: Vec<((u64, u64), Vec<u32>)> = Vec::new();
+        let mut last_escape: Option<(u32, u64, usize)> = None;
         // The state (and slot map to the start) after each depth of the current path, and
         // the character begun there when the path is inside one in a state where every
         // character past ASCII loops (walked by UTF-8 validity alone, see below).
@@ -237,21 +232,43 @@ impl Matcher {
             if step.escapes != 0 {
                 // Frames returned to callers outside the state: the walk also goes on
                 // from those callers, below this node (see `resolve_escapes`).
-                let slots = maps.get(map);
-                let to_start = |bits: u64| {
-                    (0..slots.len())
-                        .filter(|&slot| bits >> slot & 1 == 1)
-                        .fold(0u64, |start, slot| start | 1 << slots[slot])
+                let group = match last_escape {
+                    Some((last_map, last_bits, group))
+                        if last_map == map && last_bits == step.escapes =>
+                    {
+                        group
+                    }
+                    _ => {
+                        let slots = maps.get(map);
+                        let to_start = |bits: u64| {
+                            (0..slots.len())
+                                .filter(|&slot| bits >> slot & 1 == 1)
+                                .fold(0u64, |start, slot| start | 1 << slots[slot])
+                        };
+                        let key = (to_start(step.escapes), to_start(u64::MAX));
+                        let group = match escapes.iter().position(|(known, _)| *known == key) {
+                            Some(group) => group,
+                            None => {
+                                escapes.push((key, Vec::new()));
+                                escapes.len() - 1
+                            }
+                        };
+                        last_escape = Some((map, step.escapes, group));
+                        group
+                    }
                 };
-                let key = (to_start(step.escapes), to_start(u64::MAX));
-                escapes.entry(key).or_default().push(position as u32);
+                escapes[group].1.push(position as u32);
             }
             let target_data = self.step_cache().state(target);
             if !target_data.items.is_empty() || target_data.accepting {
                 set_tokens(words, trie.tokens_at(node));
             }
             let step = self.step_cache().result(transition);
-            let child = maps.compose(map, transition, &step.slot_map);
+            let child = if step.keeps_slots {
+                map
+            } else {
+                maps.compose(map, transition, &step.slot_map)
+            };
             // A big subtree whose bytes all loop on the target: every token in it is
             // accepted, without visiting its nodes.
             if node.subtree_len >= BULK_MIN_SUBTREE {
@@ -284,26 +301,29 @@ impl Matcher {
         frontier.sort_by_key(|group| (group.state, group.byte, group.nodes[0]));
         let mut escapes: Vec<EscapeGroup> = escapes
             .into_iter()
-            .map(|((returning, inside), nodes)| {
-                let mut by_byte: rustc_hash::FxHashMap<u8, Vec<u32>> = Default::default();
-                for &position in &nodes {
+            .map(|((returning, inside), escape_nodes)| {
+                let mut pairs: Vec<(u8, u32)> = Vec::new();
+                for &position in &escape_nodes {
                     let position = position as usize;
-                    let end = position + nodes_len(trie, position);
+                    let end = position + nodes[position].subtree_len as usize;
                     let mut child = position + 1;
                     while child < end {
-                        by_byte
-                            .entry(trie.nodes()[child].byte)
-                            .or_default()
-                            .push(child as u32);
-                        child += trie.nodes()[child].subtree_len as usize;
+                        pairs.push((nodes[child].byte, child as u32));
+                        child += nodes[child].subtree_len as usize;
                     }
                 }
-                let mut children: Vec<(u8, Vec<u32>)> = by_byte.into_iter().collect();
-                children.sort_unstable_by_key(|(byte, _)| *byte);
+                pairs.sort_unstable();
+                let mut children: Vec<(u8, Vec<u32>)> = Vec::new();
+                for (byte, child) in pairs {
+                    match children.last_mut() {
+                        Some((last, list)) if *last == byte => list.push(child),
+                        _ => children.push((byte, vec![child])),
+                    }
+                }
                 EscapeGroup {
                     returning,
                     inside,
-                    nodes,
+                    nodes: escape_nodes,
                     children,
                 }
             })
@@ -442,12 +462,7 @@ impl Matcher {
         if step.escapes != 0 && !allow_escapes {
             return None;
         }
-        let keeps_slots = step
-            .slot_map
-            .iter()
-            .enumerate()
-            .all(|(slot, &from)| usize::from(from) == slot);
-        (step.new_frames == 0 && keeps_slots && step.slot_map.len() == frames.len())
+        (step.new_frames == 0 && step.keeps_slots && step.slot_map.len() == frames.len())
             .then_some(step.target)
     }
 
@@ -490,9 +505,4 @@ pub(crate) fn set_tokens(words: &mut [u32], ids: &[u32]) {
     for &id in ids {
         words[id as usize / 32] |= 1 << (id % 32);
     }
-}
-
-/// The size of the subtree at `position`.
-fn nodes_len(trie: &grail_vocab::TokenTrie, position: usize) -> usize {
-    trie.nodes()[position].subtree_len as usize
 }

@@ -68,6 +68,8 @@ pub(crate) struct Transition {
     pub(crate) slot_map: Box<[u8]>,
     /// How many frames the transition creates.
     pub(crate) new_frames: u8,
+    /// Every slot stays where it was (the target has the source's slots, in order).
+    pub(crate) keeps_slots: bool,
     /// Caller links to add, in creation order: (new frame index, return node, caller slot).
     pub(crate) new_links: Box<[(u8, NodeId, u8)]>,
 }

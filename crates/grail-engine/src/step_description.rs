@@ -128,8 +128,14 @@ pub(crate) fn transition_template(
         .iter()
         .map(|&frame| slot_of(frame))
         .collect::<Option<Box<[u8]>>>()?;
+    let keeps_slots = slot_map.len() == source_count
+        && slot_map
+            .iter()
+            .enumerate()
+            .all(|(slot, &from)| usize::from(from) == slot);
     Some(Transition {
         target,
+        keeps_slots,
         escapes: scratch.escaped(),
         slot_map,
         new_frames: new_frames as u8,

@@ -37,6 +37,7 @@ pub struct TokenTrie {
 
 /// The bit standing for `byte` in [`TokenTrie::bytes_below`]: its own bit for ASCII
 /// 0x01..=0x7E, bit 0 for both NUL and DEL, bit 127 for every byte past ASCII.
+#[inline]
 pub fn byte_bit(byte: u8) -> u128 {
     match byte {
         0x80.. => 1 << 127,
@@ -197,12 +198,14 @@ impl TokenTrie {
     }
 
     /// The tokens ending at `position` or anywhere below it.
+    #[inline]
     pub fn subtree_tokens(&self, position: usize) -> &[u32] {
         let end = position + self.nodes[position].subtree_len as usize;
         &self.token_ids[self.token_offsets[position] as usize..self.token_offsets[end] as usize]
     }
 
     /// The bytes on the edges below the node at `position` (see [`byte_bit`]).
+    #[inline]
     pub fn bytes_below(&self, position: usize) -> u128 {
         self.bytes_below[position]
     }
@@ -210,16 +213,19 @@ impl TokenTrie {
     /// True when the bytes below `position` (every token below it, minus the bytes down to
     /// it) are valid UTF-8, possibly ending inside a character, provided `position` ends
     /// between characters. Strict: no overlongs, surrogates or values past U+10FFFF.
+    #[inline]
     pub fn valid_utf8_below(&self, position: usize) -> bool {
         self.valid_below[position / 64] >> (position % 64) & 1 == 1
     }
 
     /// The nodes, root first, in depth-first order.
+    #[inline]
     pub fn nodes(&self) -> &[TrieNode] {
         &self.nodes
     }
 
     /// The token ids ending at a node.
+    #[inline]
     pub fn tokens_at(&self, node: &TrieNode) -> &[u32] {
         &self.token_ids[node.tokens_start as usize..node.tokens_end as usize]
     }
