@@ -205,12 +205,12 @@ impl Matcher {
         base_depth: u32,
     ) {
         if end - first >= remembered_walk_min(index)
-            && let Some((fresh, old)) = self.items_by_frame_age()
+            && let Some(parts) = self.items_by_frame()
         {
-            // Walked apart, the items of rules just called make states that do not
-            // depend on the caller, so their (big) walks are remembered once for all
-            // the places that call them.
-            for part in [fresh, old] {
+            // Walked apart, each rule call's items make a state that does not depend on
+            // the caller, so its (big) walk is remembered once for every place that
+            // calls the rule.
+            for part in parts {
                 self.push_items_step(&part);
                 self.walk_subtree(index, words, first, end, base_depth);
                 self.rollback(1);

@@ -527,21 +527,28 @@ impl Matcher {
         Arc::make_mut(&mut self.cache)
     }
 
-    /// The current items split by the age of their frames: those in frames the current
-    /// step created (rule calls just predicted: their walk depends on the rule, not on
-    /// where it was called) and the rest. `None` when one part is empty.
-    pub(crate) fn items_by_frame_age(&self) -> Option<(Vec<Item>, Vec<Item>)> {
-        let count = self.steps.len();
-        let created_from = if count >= 2 {
-            self.steps[count - 2].frames_len
-        } else {
-            0
-        };
-        let (fresh, old): (Vec<Item>, Vec<Item>) = self
-            .current_items()
-            .iter()
-            .partition(|item| item.frame >= created_from);
-        (!fresh.is_empty() && !old.is_empty()).then_some((fresh, old))
+    /// The current items split by frame (one rule call each), when they span several.
+    /// Apart, each call's items make a state that depends on the rule and where it
+    /// stands, not on who called it, so the walks of the items of a rule are shared by
+    /// every place it is called from (and the callers' items are walked on their own).
+    pub(crate) fn items_by_frame(&self) -> Option<Vec<Vec<Item>>> {
+        let items = self.current_items();
+        let first = items.first()?.frame;
+        if items.iter().all(|item| item.frame == first) {
+            return None;
+        }
+        let mut parts: Vec<Vec<Item>> = Vec::new();
+        let mut frames: Vec<u32> = Vec::new();
+        for &item in items {
+            match frames.iter().position(|&frame| frame == item.frame) {
+                Some(part) => parts[part].push(item),
+                None => {
+                    frames.push(item.frame);
+                    parts.push(vec![item]);
+                }
+            }
+        }
+        Some(parts)
     }
 
     /// Pushes a step holding `items` (some of the current ones), interned as a cached
