@@ -863,6 +863,7 @@ impl Matcher {
                 .then(|| {
                     transition_template(
                         state,
+                        accepting,
                         frames_before,
                         links_before,
                         &self.frames,

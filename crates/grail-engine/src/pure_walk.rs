@@ -35,12 +35,11 @@ struct SlotMaps {
 impl SlotMaps {
     /// Starts with the identity map over `slots` slots (index 0).
     fn new(slots: usize) -> SlotMaps {
-        let identity: Box<[u8]> = (0..slots as u8).collect();
-        let mut index = rustc_hash::FxHashMap::default();
-        index.insert(identity.clone(), 0);
+        // The index starts empty (no allocation for walks that never compose): a map
+        // equal to the identity may then get a second id, which is harmless.
         SlotMaps {
-            maps: vec![identity],
-            index,
+            maps: vec![(0..slots as u8).collect()],
+            index: Default::default(),
             composed: Default::default(),
         }
     }
@@ -259,8 +258,7 @@ impl Matcher {
                 };
                 escapes[group].1.push(position as u32);
             }
-            let target_data = self.step_cache().state(target);
-            if !target_data.items.is_empty() || target_data.accepting {
+            if step.target_viable {
                 set_tokens(words, trie.tokens_at(node));
             }
             let step = self.step_cache().result(transition);

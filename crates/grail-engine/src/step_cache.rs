@@ -70,6 +70,8 @@ pub(crate) struct Transition {
     pub(crate) new_frames: u8,
     /// Every slot stays where it was (the target has the source's slots, in order).
     pub(crate) keeps_slots: bool,
+    /// The target has items or may end (walks that stop there accept the token).
+    pub(crate) target_viable: bool,
     /// Caller links to add, in creation order: (new frame index, return node, caller slot).
     pub(crate) new_links: Box<[(u8, NodeId, u8)]>,
 }

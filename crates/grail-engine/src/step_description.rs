@@ -85,6 +85,7 @@ pub(crate) fn describe_step(
 /// not fit a template (too many frames).
 pub(crate) fn transition_template(
     target: StateId,
+    accepting: bool,
     frames_before: usize,
     links_before: usize,
     frames: &[Frame],
@@ -135,6 +136,7 @@ pub(crate) fn transition_template(
             .all(|(slot, &from)| usize::from(from) == slot);
     Some(Transition {
         target,
+        target_viable: !scratch.state_items.is_empty() || accepting,
         keeps_slots,
         escapes: scratch.escaped(),
         slot_map,
