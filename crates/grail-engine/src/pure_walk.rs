@@ -274,7 +274,8 @@ impl Matcher {
                 // Past ASCII, the bytes below must be valid UTF-8 (the target loops on
                 // such characters only between characters).
                 let utf8_ok = below >> 127 == 0 || trie.valid_utf8_below(position);
-                if utf8_ok {
+                let (_, breaks) = self.step_cache().loop_bytes(target);
+                if utf8_ok && below & breaks == 0 {
                     learn_frames.clear();
                     learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
                     if self.loops_on(target, &learn_frames, below) {

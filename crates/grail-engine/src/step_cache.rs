@@ -201,7 +201,7 @@ pub(crate) struct StepCache {
     walk_bytes: usize,
     /// Per state, the ASCII bytes known to loop on it and known not to (see
     /// `Matcher::loops_on`).
-    loops: FxHashMap<StateId, (u128, u128)>,
+    loops: Vec<(u128, u128)>,
 }
 
 impl StepCache {
@@ -226,6 +226,7 @@ impl StepCache {
             ascii_classes: ascii_classes(graph, items),
         });
         self.index.insert(key.into(), state);
+        self.loops.push((0, 0));
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
         self.transitions.extend((0..=255u8).map(|byte| {
@@ -315,12 +316,12 @@ impl StepCache {
     /// The ASCII bytes `state` is known to loop on, and those known not to (see
     /// `Matcher::loops_on`).
     pub(crate) fn loop_bytes(&self, state: StateId) -> (u128, u128) {
-        self.loops.get(&state).copied().unwrap_or((0, 0))
+        self.loops[state as usize]
     }
 
     /// Remembers which bytes `state` loops on and which it does not.
     pub(crate) fn remember_loop_bytes(&mut self, state: StateId, loops: u128, breaks: u128) {
-        self.loops.insert(state, (loops, breaks));
+        self.loops[state as usize] = (loops, breaks);
     }
 
     /// A state's items and accepting flag.
