@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// (for comparing masks with other engines: scripts/mask_agreement.py).
     #[arg(long)]
     pub dump_masks: Option<PathBuf>,
+    /// Also run this many sequences at once (forks of one matcher, as a server keeps
+    /// one per request) through the document in lockstep, and report their memory.
+    #[arg(long, default_value_t = 0)]
+    pub sequences: usize,
 }
 
 fn status_kib(key: &str) -> i64 {
@@ -219,6 +223,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "mask_us_raw": mask_us.iter().map(|us| (us * 100.0).round() / 100.0).collect::<Vec<_>>(),
         }));
     }
+    let sequences = (args.sequences > 0)
+        .then(|| run_sequences(&grammar, &index, &ids, args.sequences))
+        .unwrap_or(Value::Null);
     let mut sorted = compile_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let all_ok = runs.iter().all(|run| run["ok"] == true);
@@ -234,6 +241,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         "compile_ms_median": (sorted[sorted.len() / 2] * 1e3).round() / 1e3,
         "compile_ms_all": compile_ms.iter().map(|ms| (ms * 1e3).round() / 1e3).collect::<Vec<_>>(),
         "runs": runs,
+        "sequences": sequences,
         "rss_kib": {
             "start": rss_start,
             "after_vocab": rss_after_vocab,
@@ -259,6 +267,39 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// Runs `count` forks of one matcher through the document in lockstep (each step: a mask
+/// and the token for every sequence), reporting mask times over all of them and the
+/// memory they added.
+fn run_sequences(
+    grammar: &grail_engine::CompiledGrammar,
+    index: &Arc<VocabularyIndex>,
+    ids: &[u32],
+    count: usize,
+) -> Value {
+    let rss_before = status_kib("VmRSS");
+    let template = Matcher::with_vocabulary(grammar, index.clone());
+    let mut matchers: Vec<Matcher> = (0..count).map(|_| template.fork()).collect();
+    let mut mask = TokenBitmask::new(index.vocabulary().len());
+    let mut mask_us = Vec::with_capacity(ids.len() * count);
+    let mut ok = true;
+    for &id in ids {
+        for matcher in &mut matchers {
+            let started = Instant::now();
+            matcher.fill_mask(&mut mask);
+            mask_us.push(started.elapsed().as_secs_f64() * 1e6);
+            ok &= mask.is_set(id) && matcher.accept_token(id).is_ok();
+        }
+    }
+    let rss_delta = status_kib("VmRSS") - rss_before;
+    json!({
+        "count": count,
+        "ok": ok,
+        "mask": summarize(&mask_us),
+        "rss_delta_kib": rss_delta,
+        "kib_per_sequence": rss_delta / count as i64,
     })
 }
 
@@ -290,6 +331,23 @@ fn print_human(result: &Value) {
         if !run["failure"].is_null() {
             println!("  failure: {}", run["failure"]);
         }
+    }
+    let sequences = &result["sequences"];
+    if !sequences.is_null() {
+        println!(
+            "{} sequences at once: {}  mask median {} µs  p99 {}  max {}  |  +{} KiB ({} KiB each)",
+            sequences["count"],
+            if sequences["ok"] == true {
+                "ok"
+            } else {
+                "FAILED"
+            },
+            sequences["mask"]["median_us"],
+            sequences["mask"]["p99_us"],
+            sequences["mask"]["max_us"],
+            sequences["rss_delta_kib"],
+            sequences["kib_per_sequence"]
+        );
     }
     println!(
         "memory: peak {} KiB, vocabulary +{} KiB",
