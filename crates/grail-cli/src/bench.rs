@@ -223,9 +223,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "mask_us_raw": mask_us.iter().map(|us| (us * 100.0).round() / 100.0).collect::<Vec<_>>(),
         }));
     }
-    let sequences = (args.sequences > 0)
-        .then(|| run_sequences(&grammar, &index, &ids, args.sequences))
-        .unwrap_or(Value::Null);
+    let sequences = if args.sequences > 0 {
+        run_sequences(&grammar, &index, &ids, args.sequences)
+    } else {
+        Value::Null
+    };
     let mut sorted = compile_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let all_ok = runs.iter().all(|run| run["ok"] == true);
