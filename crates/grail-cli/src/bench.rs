@@ -24,13 +24,19 @@ pub struct BenchArgs {
     /// The vocabulary: tokenizer.json, a .gguf file or vocab.json.
     #[arg(long)]
     pub vocab: PathBuf,
-    /// The document the model "writes". Its token ids come from --ids, or from the
-    /// `NAME.docs.json` next to the vocabulary (key: the document's file name).
+    /// The document the model "writes". Its token ids come from --ids; or from
+    /// tokenizing it with --tokenizer; or from the `NAME.docs.json` next to the
+    /// vocabulary (key: the document's file name); or from tokenizing it with the
+    /// vocabulary itself when that is a tokenizer.json.
     #[arg(long)]
     pub doc: PathBuf,
     /// A JSON array of the document's token ids.
     #[arg(long)]
     pub ids: Option<PathBuf>,
+    /// A Hugging Face tokenizer.json to tokenize the document with (no special tokens
+    /// added).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
     /// Runs over the document, each with a fresh matcher.
     #[arg(long, default_value_t = 2)]
     pub runs: usize,
@@ -74,23 +80,61 @@ fn document_ids(args: &BenchArgs) -> anyhow::Result<Vec<u32>> {
         return serde_json::from_str(&text)
             .with_context(|| format!("`{}` is not a JSON array of token ids", path.display()));
     }
-    let docs = docs_file(&args.vocab).with_context(|| {
-        format!(
-            "no token ids for `{}`: give them with --ids FILE (a JSON array), or put a NAME.docs.json next to the vocabulary",
-            args.doc.display()
-        )
-    })?;
-    let all: Value = serde_json::from_str(&std::fs::read_to_string(&docs)?)
-        .with_context(|| format!("`{}` is not JSON", docs.display()))?;
+    if let Some(tokenizer) = &args.tokenizer {
+        return tokenize(tokenizer, &args.doc);
+    }
     let key = args
         .doc
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let ids = all
-        .get(&key)
-        .with_context(|| format!("`{}` has no entry `{key}`", docs.display()))?;
-    Ok(serde_json::from_value(ids.clone())?)
+    if let Some(docs) = docs_file(&args.vocab) {
+        let all: Value = serde_json::from_str(&std::fs::read_to_string(&docs)?)
+            .with_context(|| format!("`{}` is not JSON", docs.display()))?;
+        if let Some(ids) = all.get(&key) {
+            return Ok(serde_json::from_value(ids.clone())?);
+        }
+    }
+    if is_tokenizer_json(&args.vocab) {
+        return tokenize(&args.vocab, &args.doc);
+    }
+    bail!(
+        "no token ids for `{}`: give a tokenizer.json with --tokenizer FILE, the ids with --ids FILE (a JSON array), or put them in a NAME.docs.json next to the vocabulary",
+        args.doc.display()
+    )
+}
+
+/// True for a Hugging Face tokenizer file (not the engine-neutral `vocab.json`).
+fn is_tokenizer_json(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name.to_string_lossy().ends_with("tokenizer.json"))
+}
+
+/// The document's token ids from a Hugging Face tokenizer (no special tokens added).
+#[cfg(feature = "tokenize")]
+fn tokenize(tokenizer: &Path, doc: &Path) -> anyhow::Result<Vec<u32>> {
+    let text = std::fs::read_to_string(doc)
+        .with_context(|| format!("cannot read `{}` as UTF-8 text", doc.display()))?;
+    let tokenizer = tokenizers::Tokenizer::from_file(tokenizer).map_err(|error| {
+        anyhow::anyhow!(
+            "cannot load the tokenizer `{}`: {error}",
+            tokenizer.display()
+        )
+    })?;
+    let encoding = tokenizer
+        .encode(text.as_str(), false)
+        .map_err(|error| anyhow::anyhow!("cannot tokenize `{}`: {error}", doc.display()))?;
+    Ok(encoding.get_ids().to_vec())
+}
+
+/// Without the `tokenize` feature there is no tokenizer: ids must be given.
+#[cfg(not(feature = "tokenize"))]
+fn tokenize(tokenizer: &Path, doc: &Path) -> anyhow::Result<Vec<u32>> {
+    bail!(
+        "cannot tokenize `{}` with `{}`: this grail was built without the `tokenize` feature; give the ids with --ids FILE",
+        doc.display(),
+        tokenizer.display()
+    )
 }
 
 /// `DIR/NAME.vocab.json` → `DIR/NAME.docs.json`; `DIR/NAME/tokenizer.json` or
@@ -141,8 +185,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.runs == 0 || args.compile_reps == 0 {
         bail!("--runs and --compile-reps must be at least 1");
     }
-    let rss_start = status_kib("VmRSS");
+    // Tokenizing (when the ids are not given) comes first and outside the memory
+    // figures: a Hugging Face tokenizer is not what is measured.
     let ids = document_ids(args)?;
+    let rss_start = status_kib("VmRSS");
     let started = Instant::now();
     let vocabulary = grail_vocab::load(&args.vocab)?;
     let index = Arc::new(VocabularyIndex::new(vocabulary));

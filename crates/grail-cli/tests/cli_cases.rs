@@ -148,3 +148,49 @@ fn bench_checks_every_token_of_the_document() {
     assert_eq!(result["status"], "mismatch");
     assert_eq!(result["runs"][0]["failure"]["step"], 1);
 }
+
+#[test]
+fn bench_tokenizes_the_document_with_the_vocabularys_tokenizer() {
+    // `{"a": "a"}` in the merges test tokenizer: `{"`, `a`, `"`, `:`, ` "`, `a`, `"`, `}`.
+    let output = run(
+        &[
+            "bench",
+            "--grammar",
+            "testdata/cli/json.gbnf",
+            "--vocab",
+            "testdata/vocab/merges.tokenizer.json",
+            "--doc",
+            "testdata/cli/tokenized-doc.json",
+            "--runs",
+            "1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(result["doc_tokens"], 8);
+    assert_eq!(result["status"], "ok");
+    assert_eq!(result["runs"][0]["eos_or_accepting_at_end"], true);
+}
+
+#[test]
+fn bench_without_ids_or_tokenizer_says_how_to_give_them() {
+    let output = run(
+        &[
+            "bench",
+            "--grammar",
+            "testdata/cli/json.gbnf",
+            "--vocab",
+            "testdata/vocab/tiny.vocab.json",
+            "--doc",
+            "testdata/cli/tokenized-doc.json",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--tokenizer FILE"), "{stderr}");
+}
