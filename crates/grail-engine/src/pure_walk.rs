@@ -155,14 +155,34 @@ impl Matcher {
         // The state (and slot map to the start) after each depth of the current path, and
         // the character begun there when the path is inside one in a state where every
         // character past ASCII loops (walked by UTF-8 validity alone, see below).
-        let mut path: Vec<(StateId, u32, Partial)> = vec![(state, 0, Partial::NONE)];
+        let mut path: Vec<(StateId, u32, Partial)> =
+            vec![match self.uniform_character_start(state, frames) {
+                Some((completed, partial)) => (completed, 0, partial),
+                None => (state, 0, Partial::NONE),
+            }];
         let mut learn_frames = Vec::new();
         let mut position = first;
         while position < end {
             let node = &nodes[position];
             path.truncate((node.depth - base_depth) as usize);
             let (parent, map, partial) = *path.last().expect("the start state is on the path");
-            if node.byte >= 0x80 || !partial.is_none() {
+            if !partial.is_none() {
+                // Inside a character every item takes whatever it is: any valid UTF-8
+                // prefix stays live, and the character completes into `parent`.
+                let next = match partial.push(node.byte) {
+                    Step::Invalid => {
+                        position += node.subtree_len as usize;
+                        continue;
+                    }
+                    Step::Complete(_) => Partial::NONE,
+                    Step::Incomplete(next) => next,
+                };
+                set_tokens(words, trie.tokens_at(node));
+                path.push((parent, map, next));
+                position += 1;
+                continue;
+            }
+            if node.byte >= 0x80 {
                 // Where every character past ASCII loops, their bytes need no steps: any
                 // valid UTF-8 prefix stays live, and each whole character comes back.
                 let uniform = match self.step_cache().loop_bytes(parent) {
@@ -176,7 +196,7 @@ impl Matcher {
                     }
                 };
                 if uniform {
-                    let next = match partial.push(node.byte) {
+                    let next = match Partial::NONE.push(node.byte) {
                         Step::Invalid => {
                             position += node.subtree_len as usize;
                             continue;
@@ -463,6 +483,42 @@ impl Matcher {
         }
         (step.new_frames == 0 && step.keeps_slots && step.slot_map.len() == frames.len())
             .then_some(step.target)
+    }
+
+    /// When `state` is inside a character (every item has begun the same one) and every
+    /// item takes any character past ASCII, all its completions lead to one state: that
+    /// state and the character begun, so a walk crosses the rest of the character by
+    /// UTF-8 validity alone (learning one completion, not one per byte).
+    fn uniform_character_start(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+    ) -> Option<(StateId, Partial)> {
+        let graph = self.graph();
+        let items = &self.step_cache().state(state).items;
+        let partial = items.first()?.1;
+        if partial.is_none() {
+            return None;
+        }
+        for &(node, item_partial, _) in items.iter() {
+            let takes_all = match graph.nodes[node as usize] {
+                Node::Class { set, .. } => graph.class_all_non_ascii[set as usize] == Some(true),
+                Node::Any { .. } => true,
+                _ => false,
+            };
+            if item_partial != partial || !takes_all {
+                return None;
+            }
+        }
+        // Complete it with the smallest character it can be.
+        let character = char::from_u32(partial.code_point_range().0)?;
+        let mut buffer = [0u8; 4];
+        let bytes = character.encode_utf8(&mut buffer).as_bytes();
+        let mut current = state;
+        for &byte in &bytes[partial.bytes_seen()..] {
+            current = self.step_to(current, frames, byte, false)?;
+        }
+        Some((current, partial))
     }
 
     /// True when every character past ASCII takes `state` back to itself: every item is

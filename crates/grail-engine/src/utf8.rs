@@ -42,6 +42,11 @@ impl Partial {
         self.0 & 0x1F_FFFF
     }
 
+    /// How many bytes of the character are in (0 for `NONE`).
+    pub(crate) fn bytes_seen(self) -> usize {
+        self.seen() as usize
+    }
+
     fn seen(self) -> u32 {
         (self.0 >> 21) & 0b11
     }
