@@ -204,6 +204,19 @@ impl Matcher {
         end: usize,
         base_depth: u32,
     ) {
+        // Walks nest one level per rule call met along a token: as deep as tokens are
+        // long, so the native stack grows on the heap when needed.
+        grail_syntax::stack::deep(|| self.walk_subtree_here(index, words, first, end, base_depth));
+    }
+
+    fn walk_subtree_here(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        first: usize,
+        end: usize,
+        base_depth: u32,
+    ) {
         if end - first >= remembered_walk_min(index)
             && let Some(parts) = self.items_by_frame()
         {

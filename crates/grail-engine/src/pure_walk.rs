@@ -398,7 +398,7 @@ impl Matcher {
                     let node = &nodes[child];
                     let child_end = child + node.subtree_len as usize;
                     match state {
-                        Some(state) => {
+                        Some(state) => grail_syntax::stack::deep(|| {
                             self.table_walk(
                                 index,
                                 words,
@@ -409,7 +409,7 @@ impl Matcher {
                                 node.depth - 1,
                                 false,
                             );
-                        }
+                        }),
                         None => {
                             self.walk_subtree(index, words, child, child_end, node.depth - 1);
                         }

@@ -153,3 +153,30 @@ fn grammars_nested_thousands_deep_compile_and_match_on_a_small_stack() {
         .join()
         .unwrap();
 }
+
+#[test]
+fn masks_over_very_long_tokens_need_no_deep_native_stack() {
+    // Every `[` calls a rule, so walking a 20,000-byte token of `[`s takes a real step
+    // (and one more level of walk) per byte.
+    let long: Vec<u8> = std::iter::repeat_n(b'[', 20_000).collect();
+    let tokens = vec![
+        b"x".to_vec(),
+        long.clone(),
+        [long.as_slice(), b"x"].concat(),
+    ];
+    let kinds = vec![grail_vocab::TokenKind::Text; tokens.len()];
+    let vocabulary = grail_vocab::Vocabulary::new("long", tokens, kinds, vec![], None);
+    let index = std::sync::Arc::new(grail_engine::VocabularyIndex::new(vocabulary));
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let grammar = CompiledGrammar::from_gbnf("root ::= \"[\" root \"]\" | \"x\"").unwrap();
+            let mut matcher = Matcher::with_vocabulary(&grammar, index);
+            let mut mask = grail_engine::TokenBitmask::new(3);
+            matcher.fill_mask(&mut mask);
+            assert_eq!(mask.ids().collect::<Vec<_>>(), vec![0, 1, 2]);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
