@@ -19,7 +19,7 @@ use crate::compile::{CompiledGrammar, Node};
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
 use crate::matcher::Matcher;
-use crate::pure_walk::set_tokens;
+use crate::pure_walk::{TrieRange, set_tokens};
 use crate::step_cache::StateId;
 
 /// Trie ranges at least this big (or a sixteenth of the trie, in small vocabularies) are
@@ -181,8 +181,7 @@ impl Matcher {
             .iter()
             .any(|item| !matches!(graph.nodes[item.node as usize], Node::Token { .. }));
         if has_text_items {
-            let end = index.trie().nodes().len();
-            self.walk_subtree(index, mask.words_mut(), 1, end, 0);
+            self.walk_subtree(index, mask.words_mut(), TrieRange::all(index.trie()));
         }
         if self.is_viable() {
             for &id in index.empty_text_ids() {
@@ -191,33 +190,23 @@ impl Matcher {
         }
     }
 
-    /// Walks the trie nodes `first..end` (a subtree's descendants, or the whole trie)
-    /// from the current state, which is the state at trie depth `base_depth`, setting the
-    /// tokens accepted in `words`: along the step cache's table when the state is cached,
-    /// else one matcher step per node, skipping the subtree of any byte the grammar
-    /// refuses. Leaves the matcher as it was.
+    /// Walks the trie nodes of `range` from the current state (the state at the range's
+    /// base depth), setting the tokens accepted in `words`: along the step cache's table
+    /// when the state is cached, else one matcher step per node, skipping the subtree of
+    /// any byte the grammar refuses. Leaves the matcher as it was.
     pub(crate) fn walk_subtree(
         &mut self,
         index: &VocabularyIndex,
         words: &mut [u32],
-        first: usize,
-        end: usize,
-        base_depth: u32,
+        range: TrieRange,
     ) {
         // Walks nest one level per rule call met along a token: as deep as tokens are
         // long, so the native stack grows on the heap when needed.
-        grail_syntax::stack::deep(|| self.walk_subtree_here(index, words, first, end, base_depth));
+        grail_syntax::stack::deep(|| self.walk_subtree_here(index, words, range));
     }
 
-    fn walk_subtree_here(
-        &mut self,
-        index: &VocabularyIndex,
-        words: &mut [u32],
-        first: usize,
-        end: usize,
-        base_depth: u32,
-    ) {
-        if end - first >= remembered_walk_min(index)
+    fn walk_subtree_here(&mut self, index: &VocabularyIndex, words: &mut [u32], range: TrieRange) {
+        if range.len() >= remembered_walk_min(index)
             && let Some(parts) = self.items_by_frame()
         {
             // Walked apart, each rule call's items make a state that does not depend on
@@ -225,21 +214,21 @@ impl Matcher {
             // calls the rule.
             for part in parts {
                 self.push_items_step(&part);
-                self.walk_subtree(index, words, first, end, base_depth);
+                self.walk_subtree(index, words, range);
                 self.rollback(1);
             }
             return;
         }
         let mut frames = Vec::new();
         if let Some(state) = self.current_state(&mut frames) {
-            self.walk_from_cached(index, words, state, &frames, first, end, base_depth);
+            self.walk_from_cached(index, words, state, &frames, range);
             return;
         }
         let trie = index.trie();
         let nodes = trie.nodes();
-        let mut depth = base_depth;
-        let mut position = first;
-        while position < end {
+        let mut depth = range.base_depth;
+        let mut position = range.first;
+        while position < range.end {
             let node = &nodes[position];
             // Climb back to this node's parent.
             if depth >= node.depth {
@@ -251,17 +240,9 @@ impl Matcher {
                 set_tokens(words, trie.tokens_at(node));
                 if let Some(state) = self.current_state(&mut frames) {
                     // Cached from here on: walk this node's subtree along the table.
-                    let subtree_end = position + node.subtree_len as usize;
-                    self.walk_from_cached(
-                        index,
-                        words,
-                        state,
-                        &frames,
-                        position + 1,
-                        subtree_end,
-                        depth,
-                    );
-                    position = subtree_end;
+                    let below = TrieRange::below(trie, position);
+                    self.walk_from_cached(index, words, state, &frames, below);
+                    position = below.end;
                     continue;
                 }
                 position += 1;
@@ -269,27 +250,24 @@ impl Matcher {
                 position += node.subtree_len as usize;
             }
         }
-        self.rollback((depth - base_depth) as usize);
+        self.rollback((depth - range.base_depth) as usize);
     }
 
-    /// Walks the trie nodes `first..end` from the cached `state` (its slots standing for
-    /// `frames`) at depth `base_depth`: big ranges through the walks remembered per state
-    /// and range, small ones along the table directly.
-    #[allow(clippy::too_many_arguments)]
+    /// Walks `range` from the cached `state` (its slots standing for `frames`): big ranges
+    /// through the walks remembered per state and range, small ones along the table
+    /// directly.
     fn walk_from_cached(
         &mut self,
         index: &VocabularyIndex,
         words: &mut [u32],
         state: StateId,
         frames: &[u32],
-        first: usize,
-        end: usize,
-        base_depth: u32,
+        range: TrieRange,
     ) {
-        if end - first >= remembered_walk_min(index) {
-            self.walk_remembered(index, words, state, frames, first, end, base_depth);
+        if range.len() >= remembered_walk_min(index) {
+            self.walk_remembered(index, words, state, frames, range);
         } else {
-            self.table_walk(index, words, state, frames, first, end, base_depth, false);
+            self.table_walk(index, words, state, frames, range, false);
         }
     }
 

@@ -20,6 +20,48 @@ use crate::step_cache::{
 };
 use crate::utf8::{Partial, Step};
 
+/// A range of trie nodes to walk, `first..end` in the node array (a subtree's
+/// descendants, a child with its subtree, or the whole trie), from a state at trie depth
+/// `base_depth`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TrieRange {
+    pub(crate) first: usize,
+    pub(crate) end: usize,
+    pub(crate) base_depth: u32,
+}
+
+impl TrieRange {
+    /// The nodes below the node at `position`, walked from the state after it.
+    pub(crate) fn below(trie: &grail_vocab::TokenTrie, position: usize) -> TrieRange {
+        let node = &trie.nodes()[position];
+        TrieRange {
+            first: position + 1,
+            end: position + node.subtree_len as usize,
+            base_depth: node.depth,
+        }
+    }
+
+    /// The node at `position` and the nodes below it, walked from the state before it.
+    pub(crate) fn with(trie: &grail_vocab::TokenTrie, position: usize) -> TrieRange {
+        let node = &trie.nodes()[position];
+        TrieRange {
+            first: position,
+            end: position + node.subtree_len as usize,
+            base_depth: node.depth - 1,
+        }
+    }
+
+    /// The whole trie (below its root).
+    pub(crate) fn all(trie: &grail_vocab::TokenTrie) -> TrieRange {
+        TrieRange::below(trie, 0)
+    }
+
+    /// How many nodes the range holds.
+    pub(crate) fn len(self) -> usize {
+        self.end - self.first
+    }
+}
+
 /// Subtrees at least this big are checked for bytes that all loop on the walk's state
 /// (smaller ones are cheaper to walk than to check).
 const BULK_MIN_SUBTREE: u32 = 16;
@@ -74,24 +116,21 @@ impl Matcher {
     /// of the walk that depends on the state alone is remembered per state and range
     /// (computed on first use); what depends on the callers (frontier groups, escapes)
     /// is walked each time, one real step per group.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn walk_remembered(
         &mut self,
         index: &VocabularyIndex,
         words: &mut [u32],
         state: StateId,
         frames: &[u32],
-        first: usize,
-        end: usize,
-        base_depth: u32,
+        range: TrieRange,
     ) {
-        let key = (first as u32, end as u32);
+        let key = (range.first as u32, range.end as u32);
         let walk = match self.step_cache().walk(state, key.0, key.1) {
             Some(walk) => walk,
             None => {
                 let mut own = vec![0u32; words.len()];
                 let (frontier, escapes) =
-                    self.table_walk(index, &mut own, state, frames, first, end, base_depth, true);
+                    self.table_walk(index, &mut own, state, frames, range, true);
                 let walk = Arc::new(PureWalk {
                     tokens: WalkTokens::from_words(own),
                     frontier,
@@ -112,10 +151,8 @@ impl Matcher {
             if matches!(self.step_byte(group.byte), Ok(true)) {
                 for &position in &group.nodes {
                     let position = position as usize;
-                    let node = &nodes[position];
-                    set_tokens(words, index.trie().tokens_at(node));
-                    let end = position + node.subtree_len as usize;
-                    self.walk_subtree(index, words, position + 1, end, node.depth);
+                    set_tokens(words, index.trie().tokens_at(&nodes[position]));
+                    self.walk_subtree(index, words, TrieRange::below(index.trie(), position));
                 }
                 self.rollback(1);
             }
@@ -132,18 +169,20 @@ impl Matcher {
     /// caller outside the state, or calls a rule), the node is either recorded
     /// (`record_frontier`: the groups are returned, for a walk remembered per state) or
     /// walked on at once with one real step.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn table_walk(
         &mut self,
         index: &VocabularyIndex,
         words: &mut [u32],
         state: StateId,
         frames: &[u32],
-        first: usize,
-        end: usize,
-        base_depth: u32,
+        range: TrieRange,
         record_frontier: bool,
     ) -> (Vec<FrontierGroup>, Vec<EscapeGroup>) {
+        let TrieRange {
+            first,
+            end,
+            base_depth,
+        } = range;
         let trie = index.trie();
         let nodes = trie.nodes();
         let mut maps = SlotMaps::new(frames.len());
@@ -166,9 +205,23 @@ impl Matcher {
             let node = &nodes[position];
             path.truncate((node.depth - base_depth) as usize);
             let (parent, map, partial) = *path.last().expect("the start state is on the path");
-            if !partial.is_none() {
-                // Inside a character every item takes whatever it is: any valid UTF-8
-                // prefix stays live, and the character completes into `parent`.
+            // Inside a character every item takes whatever it is; where every character
+            // past ASCII loops, any such character goes. Either way their bytes need no
+            // steps: any valid UTF-8 prefix stays live, and a whole character comes back
+            // to `parent`.
+            let by_validity = !partial.is_none()
+                || (node.byte >= 0x80
+                    && match self.step_cache().loop_bytes(parent) {
+                        (loops, _) if loops >> 127 == 1 => true,
+                        (_, breaks) if breaks >> 127 == 1 => false,
+                        _ => {
+                            learn_frames.clear();
+                            learn_frames
+                                .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                            self.loops_on(parent, &learn_frames, 1 << 127)
+                        }
+                    });
+            if by_validity {
                 let next = match partial.push(node.byte) {
                     Step::Invalid => {
                         position += node.subtree_len as usize;
@@ -181,34 +234,6 @@ impl Matcher {
                 path.push((parent, map, next));
                 position += 1;
                 continue;
-            }
-            if node.byte >= 0x80 {
-                // Where every character past ASCII loops, their bytes need no steps: any
-                // valid UTF-8 prefix stays live, and each whole character comes back.
-                let uniform = match self.step_cache().loop_bytes(parent) {
-                    (loops, _) if loops >> 127 == 1 => true,
-                    (_, breaks) if breaks >> 127 == 1 => false,
-                    _ => {
-                        learn_frames.clear();
-                        learn_frames
-                            .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                        self.loops_on(parent, &learn_frames, 1 << 127)
-                    }
-                };
-                if uniform {
-                    let next = match Partial::NONE.push(node.byte) {
-                        Step::Invalid => {
-                            position += node.subtree_len as usize;
-                            continue;
-                        }
-                        Step::Complete(_) => Partial::NONE,
-                        Step::Incomplete(next) => next,
-                    };
-                    set_tokens(words, trie.tokens_at(node));
-                    path.push((parent, map, next));
-                    position += 1;
-                    continue;
-                }
             }
             let mut transition = self.step_cache().transition(parent, node.byte);
             if transition == UNKNOWN || transition == NOT_CACHEABLE {
@@ -237,8 +262,7 @@ impl Matcher {
                     self.push_state_step(parent, &learn_frames);
                     if matches!(self.step_byte(node.byte), Ok(true)) {
                         set_tokens(words, trie.tokens_at(node));
-                        let subtree_end = position + node.subtree_len as usize;
-                        self.walk_subtree(index, words, position + 1, subtree_end, node.depth);
+                        self.walk_subtree(index, words, TrieRange::below(trie, position));
                         self.rollback(1);
                     }
                     self.rollback(1);
@@ -395,23 +419,13 @@ impl Matcher {
                 // Each child (with its subtree) from the callers' step.
                 for &child in children {
                     let child = child as usize;
-                    let node = &nodes[child];
-                    let child_end = child + node.subtree_len as usize;
+                    let range = TrieRange::with(index.trie(), child);
                     match state {
                         Some(state) => grail_syntax::stack::deep(|| {
-                            self.table_walk(
-                                index,
-                                words,
-                                state,
-                                &return_frames,
-                                child,
-                                child_end,
-                                node.depth - 1,
-                                false,
-                            );
+                            self.table_walk(index, words, state, &return_frames, range, false);
                         }),
                         None => {
-                            self.walk_subtree(index, words, child, child_end, node.depth - 1);
+                            self.walk_subtree(index, words, range);
                         }
                     }
                 }
