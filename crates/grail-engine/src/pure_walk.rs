@@ -1,12 +1,15 @@
-//! The part of a token-trie walk that does not depend on the callers.
+//! Token-trie walks along the step cache's table.
 //!
-//! From a step-cache state, the walk along cached transitions that create no frames needs
-//! only the DFA table, not the matcher: it runs once per state and is remembered as a
-//! bitmask of the tokens it accepts plus a frontier, the trie nodes whose byte leaves the
-//! cached region (inside a JSON string: the tokens that close it), grouped by state and
-//! byte. A mask for that state then costs a bitmask OR, one real step per frontier group
-//! and the small subtrees behind it. Slot maps follow each path, so a frontier group knows
-//! which of the start's frames its state's slots stand for.
+//! From a step-cache state, walking the trie needs the DFA table, not matcher steps: one
+//! lookup per node (`table_walk`), whole subtrees at once where every byte below loops,
+//! characters past ASCII by UTF-8 validity where every such character loops. Where a byte
+//! calls a rule (new frames) the walk records a frontier node; where frames of the state
+//! return to callers outside it, an escape node. What depends on the state alone is
+//! remembered per state and trie range (`walk_remembered`); a mask then costs a bitmask
+//! OR, one real step per frontier group (with the walk behind it), and one return step per
+//! escape group with one lookup per distinct next byte (`resolve_escapes`). Slot maps
+//! follow each path, so recorded groups know which of the start's frames their state's
+//! slots stand for.
 
 use std::sync::Arc;
 
@@ -486,7 +489,7 @@ impl Matcher {
     ) -> Option<StateId> {
         let mut transition = self.step_cache().transition(state, byte);
         if transition == UNKNOWN || transition == NOT_CACHEABLE {
-            transition = self.learn_transition(state, frames, byte);
+            transition = self.learn_inner_transition(state, frames, byte);
         }
         if matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN) {
             return None;
@@ -560,12 +563,6 @@ impl Matcher {
             && self
                 .step_to(state, frames, 0xC3, false)
                 .is_some_and(|middle| self.step_to(middle, frames, 0xA9, false) == Some(state))
-    }
-
-    /// Takes one real step from `state` (its slots standing for `frames`) on `byte`, so
-    /// the step cache records the transition, and returns what it recorded.
-    fn learn_transition(&mut self, state: StateId, frames: &[u32], byte: u8) -> u32 {
-        self.learn_inner_transition(state, frames, byte)
     }
 }
 
