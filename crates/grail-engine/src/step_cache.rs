@@ -9,10 +9,15 @@
 //! remembered with the frames to create and a map from the target's slots to the source's
 //! (and the new frames): the next time, a byte costs one table lookup, a few new frames
 //! and a copy of a few items. Transitions that return outside the slots are computed in
-//! full and recorded as "not cacheable".
+//! full and recorded as "not cacheable"; token-mask walks learn them again without those
+//! returns, as transitions that carry the slots that escaped (real steps never use
+//! those). States are interned with the bytes no item can take already dead, and ASCII
+//! bytes that the same items take share one learned transition.
 //!
-//! The cache is shared between forks (copy-on-write) and capped in size; past the cap,
-//! new states are simply not cached.
+//! The cache also keeps, per state, which bytes loop back to it, and the token-trie walks
+//! remembered per state and trie range (`pure_walk.rs`). It is shared between forks
+//! (copy-on-write) and capped in size; past the caps, new states and walks are simply not
+//! cached.
 
 use rustc_hash::FxHashMap;
 
@@ -28,14 +33,15 @@ pub(crate) const OUTSIDE: u32 = u32::MAX;
 
 /// No transition recorded yet.
 pub(crate) const UNKNOWN: StateId = u32::MAX;
-/// The transition calls or returns, or leaves the frame: compute it in full.
+/// The transition returns to a caller outside the state, or does not fit a template:
+/// compute it in full (walks learn it again without those returns).
 pub(crate) const NOT_CACHEABLE: StateId = u32::MAX - 1;
 /// No item survives the byte.
 pub(crate) const DEAD: StateId = u32::MAX - 2;
 /// Not cacheable even for walks (learned leaving out outside returns, it still did not
 /// fit a template): compute it in full.
 pub(crate) const NEVER_CACHEABLE: StateId = u32::MAX - 4;
-/// The step has no state (its items span several frames, or the cache is full).
+/// The step has no state (too many frames to describe, or the cache is full).
 pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 
 /// Most states cached per matcher family: 256 transitions of 4 bytes each, so about
