@@ -70,7 +70,8 @@ struct StepRecord {
     accepting: bool,
     /// Bytes consumed since the start (or the last reset).
     offset: u64,
-    /// The cached state of this step's items, when they share one frame.
+    /// The cached state of this step's items, or `NO_STATE` when they were not described
+    /// (too many frames, or the cache is full).
     state: StateId,
 }
 
@@ -630,7 +631,8 @@ impl Matcher {
 
     /// Pushes the step where the frames `returning` have just returned to their callers
     /// outside the frames `inside` (the continuation a walk's escape stands for): the
-    /// callers' items, closed. Always rolled back by the caller.
+    /// callers' items, closed. False, pushing nothing, when that hits a limit; otherwise
+    /// the caller rolls it back.
     pub(crate) fn push_return_step(&mut self, returning: &[u32], inside: &[u32]) -> bool {
         self.scratch.kernel.clear();
         self.scratch.carried.clear();
