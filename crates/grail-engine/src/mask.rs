@@ -24,7 +24,7 @@ use crate::step_cache::StateId;
 
 /// Trie ranges at least this big (or a sixteenth of the trie, in small vocabularies) are
 /// walked through remembered walks (smaller ones cost less to walk than to remember).
-const REMEMBERED_WALK_MIN_NODES: usize = 4096;
+const REMEMBERED_WALK_MIN_NODES: usize = 1024;
 
 /// The size from which a trie range is worth remembering walks of.
 fn remembered_walk_min(index: &VocabularyIndex) -> usize {
