@@ -215,8 +215,8 @@ impl Matcher {
             let by_validity = !partial.is_none()
                 || (node.byte >= 0x80
                     && match self.step_cache().loop_bytes(parent) {
-                        (loops, _) if loops >> 127 == 1 => true,
-                        (_, breaks) if breaks >> 127 == 1 => false,
+                        facts if facts.loops >> 127 == 1 => true,
+                        facts if facts.breaks >> 127 == 1 => false,
                         _ => {
                             learn_frames.clear();
                             learn_frames
@@ -317,19 +317,12 @@ impl Matcher {
             // A big subtree whose bytes all loop on the target: every token in it is
             // accepted, without visiting its nodes.
             if node.subtree_len >= BULK_MIN_SUBTREE {
-                let below = trie.bytes_below(position);
-                // Past ASCII, the bytes below must be valid UTF-8 (the target loops on
-                // such characters only between characters).
-                let utf8_ok = below >> 127 == 0 || trie.valid_utf8_below(position);
-                let (_, breaks) = self.step_cache().loop_bytes(target);
-                if utf8_ok && below & breaks == 0 {
-                    learn_frames.clear();
-                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
-                    if self.loops_on(target, &learn_frames, below) {
-                        set_tokens(words, trie.subtree_tokens(position));
-                        position += node.subtree_len as usize;
-                        continue;
-                    }
+                learn_frames.clear();
+                learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                if let Some(tokens) = self.taken_whole(trie, position, target, &learn_frames) {
+                    set_tokens(words, tokens);
+                    position += node.subtree_len as usize;
+                    continue;
                 }
             }
             path.push((target, child, Partial::NONE));
@@ -443,50 +436,96 @@ impl Matcher {
     /// see [`Matcher::loops_on_non_ascii`]). Learns the transitions it needs (its slots
     /// standing for `frames`) and remembers the answer per bit.
     fn loops_on(&mut self, state: StateId, frames: &[u32], bytes: u128) -> bool {
-        let (mut loops, mut breaks) = self.step_cache().loop_bytes(state);
-        if bytes & breaks != 0 {
+        let mut facts = self.step_cache().loop_bytes(state);
+        if bytes & facts.breaks != 0 {
             return false;
         }
-        let mut unknown = bytes & !loops;
+        let mut unknown = bytes & !facts.loops;
         let mut all_loop = true;
         while unknown != 0 {
             let bit = unknown.trailing_zeros();
             unknown &= unknown - 1;
-            let is_loop = match bit {
-                127 => self.loops_on_non_ascii(state, frames),
-                0 => {
-                    self.loops_on_byte(state, frames, 0) && self.loops_on_byte(state, frames, 0x7F)
-                }
-                _ => self.loops_on_byte(state, frames, bit as u8),
+            let found = match bit {
+                127 => self.loops_on_non_ascii(state, frames).then_some(false),
+                0 => match (
+                    self.loop_escapes(state, frames, 0),
+                    self.loop_escapes(state, frames, 0x7F),
+                ) {
+                    (Some(first), Some(second)) => Some(first || second),
+                    _ => None,
+                },
+                _ => self.loop_escapes(state, frames, bit as u8),
             };
-            if is_loop {
-                loops |= 1 << bit;
-            } else {
-                breaks |= 1 << bit;
-                all_loop = false;
-                break;
+            match found {
+                Some(escapes) => {
+                    facts.loops |= 1 << bit;
+                    if escapes {
+                        facts.escaping |= 1 << bit;
+                    }
+                }
+                None => {
+                    facts.breaks |= 1 << bit;
+                    all_loop = false;
+                    break;
+                }
             }
         }
-        self.step_cache_mut()
-            .remember_loop_bytes(state, loops, breaks);
+        self.step_cache_mut().remember_loop_bytes(state, facts);
         all_loop
     }
 
-    /// True when `byte` takes `state` back to itself, every frame in its slot, no calls.
-    fn loops_on_byte(&mut self, state: StateId, frames: &[u32], byte: u8) -> bool {
-        self.step_to(state, frames, byte, true) == Some(state)
+    /// When `byte` takes `state` back to itself (every frame in its slot, no calls):
+    /// whether that transition also returns to callers outside the state.
+    fn loop_escapes(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<bool> {
+        let transition = self.step_to(state, frames, byte, true)?;
+        let result = self.step_cache().result(transition);
+        (result.target == state).then_some(result.escapes != 0)
     }
 
-    /// The target of a cached transition that keeps every slot and calls nothing.
-    /// With `allow_escapes`, the transition may also return to callers outside the state
-    /// (taking a whole subtree, those returns add nothing: every token in it is taken).
+    /// The tokens at or below the trie node at `position` that `state` (just entered by
+    /// that node's byte, its slots standing for `frames`) takes without a walk, if any:
+    /// all of them when every byte below loops on the state; or, where no item takes a
+    /// byte past ASCII and the path to the node is ASCII, the ASCII ones when every ASCII
+    /// byte below loops on it without leaving it (the others die at their first such
+    /// byte, and no return to a caller could take them instead).
+    fn taken_whole<'t>(
+        &mut self,
+        trie: &'t grail_vocab::TokenTrie,
+        position: usize,
+        state: StateId,
+        frames: &[u32],
+    ) -> Option<&'t [u32]> {
+        let below = trie.bytes_below(position);
+        let facts = self.step_cache().loop_bytes(state);
+        // Past ASCII, the bytes below must be valid UTF-8 (the state loops on such
+        // characters only between characters).
+        let utf8_ok = below >> 127 == 0 || trie.valid_utf8_below(position);
+        if utf8_ok && below & facts.breaks == 0 && self.loops_on(state, frames, below) {
+            return Some(trie.subtree_tokens(position));
+        }
+        let ascii = below & !(1 << 127);
+        if below >> 127 == 0
+            || !trie.ascii_path(position)
+            || self.step_cache().state(state).takes_non_ascii
+            || ascii & self.step_cache().loop_bytes(state).breaks != 0
+            || !self.loops_on(state, frames, ascii)
+            || ascii & self.step_cache().loop_bytes(state).escaping != 0
+        {
+            return None;
+        }
+        Some(trie.ascii_subtree_tokens(position))
+    }
+
+    /// The transition (a result index) of `state` on `byte` when it keeps every slot and
+    /// calls nothing. With `allow_escapes`, it may also return to callers outside the
+    /// state.
     fn step_to(
         &mut self,
         state: StateId,
         frames: &[u32],
         byte: u8,
         allow_escapes: bool,
-    ) -> Option<StateId> {
+    ) -> Option<u32> {
         let mut transition = self.step_cache().transition(state, byte);
         if transition == UNKNOWN || transition == NOT_CACHEABLE {
             transition = self.learn_inner_transition(state, frames, byte);
@@ -499,7 +538,14 @@ impl Matcher {
             return None;
         }
         (step.new_frames == 0 && step.keeps_slots && step.slot_map.len() == frames.len())
-            .then_some(step.target)
+            .then_some(transition)
+    }
+
+    /// The state `byte` takes `state` to, by a transition that keeps every slot, calls
+    /// nothing and returns to no caller outside.
+    fn step_to_state(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<StateId> {
+        let transition = self.step_to(state, frames, byte, false)?;
+        Some(self.step_cache().result(transition).target)
     }
 
     /// When `state` is inside a character (every item has begun the same one) and every
@@ -533,7 +579,7 @@ impl Matcher {
         let bytes = character.encode_utf8(&mut buffer).as_bytes();
         let mut current = state;
         for &byte in &bytes[partial.bytes_seen()..] {
-            current = self.step_to(current, frames, byte, false)?;
+            current = self.step_to_state(current, frames, byte)?;
         }
         Some((current, partial))
     }
@@ -561,8 +607,8 @@ impl Matcher {
         }
         some_accept
             && self
-                .step_to(state, frames, 0xC3, false)
-                .is_some_and(|middle| self.step_to(middle, frames, 0xA9, false) == Some(state))
+                .step_to_state(state, frames, 0xC3)
+                .is_some_and(|middle| self.step_to_state(middle, frames, 0xA9) == Some(state))
     }
 }
 

@@ -60,6 +60,18 @@ pub(crate) struct StateData {
     /// The ASCII bytes split by which items take them: bytes in one class make the same
     /// step (the same items move on), so a transition learned for one holds for all.
     pub(crate) ascii_classes: Box<[u128]>,
+    /// Some item takes a byte past ASCII.
+    pub(crate) takes_non_ascii: bool,
+}
+
+/// What is known of the bytes that take a state back to itself ([`grail_vocab::byte_bit`]
+/// bits): those that do, those that do not, and those of the first kind whose transition
+/// also returns to callers outside the state.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LoopFacts {
+    pub(crate) loops: u128,
+    pub(crate) breaks: u128,
+    pub(crate) escaping: u128,
 }
 
 /// A remembered transition: the target state; the rule calls it makes (new frames, and
@@ -207,7 +219,7 @@ pub(crate) struct StepCache {
     walk_bytes: usize,
     /// Per state, the ASCII bytes known to loop on it and known not to (see
     /// `Matcher::loops_on`).
-    loops: Vec<(u128, u128)>,
+    loops: Vec<LoopFacts>,
 }
 
 impl StepCache {
@@ -230,11 +242,13 @@ impl StepCache {
             items: items.into(),
             accepting,
             ascii_classes: ascii_classes(graph, items),
+            takes_non_ascii: false,
         });
         self.index.insert(key.into(), state);
-        self.loops.push((0, 0));
+        self.loops.push(LoopFacts::default());
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
+        self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
         self.transitions.extend((0..=255u8).map(|byte| {
             if live[usize::from(byte / 64)] >> (byte % 64) & 1 == 1 {
                 UNKNOWN
@@ -319,15 +333,15 @@ impl StepCache {
         }
     }
 
-    /// The ASCII bytes `state` is known to loop on, and those known not to (see
+    /// What is known of the bytes that take `state` back to itself (see
     /// `Matcher::loops_on`).
-    pub(crate) fn loop_bytes(&self, state: StateId) -> (u128, u128) {
+    pub(crate) fn loop_bytes(&self, state: StateId) -> LoopFacts {
         self.loops[state as usize]
     }
 
-    /// Remembers which bytes `state` loops on and which it does not.
-    pub(crate) fn remember_loop_bytes(&mut self, state: StateId, loops: u128, breaks: u128) {
-        self.loops[state as usize] = (loops, breaks);
+    /// Remembers what is known of the bytes that take `state` back to itself.
+    pub(crate) fn remember_loop_bytes(&mut self, state: StateId, facts: LoopFacts) {
+        self.loops[state as usize] = facts;
     }
 
     /// A state's items and accepting flag.

@@ -33,6 +33,13 @@ pub struct TokenTrie {
     /// For each node, whether every path below it is valid UTF-8 (a prefix of it) when
     /// the node ends between characters (bit per node).
     valid_below: Vec<u64>,
+    /// For each node, whether the bytes from the root down to it are all ASCII (bit per
+    /// node).
+    ascii_path: Vec<u64>,
+    /// The tokens whose bytes are all ASCII, in depth-first order, and for each node how
+    /// many of them end at nodes before it (one entry past the end).
+    ascii_token_ids: Vec<u32>,
+    ascii_offsets: Vec<u32>,
 }
 
 /// The bit standing for `byte` in [`TokenTrie::bytes_below`]: its own bit for ASCII
@@ -188,12 +195,38 @@ impl TokenTrie {
             bytes_below[index] = below;
         }
         let valid_below = valid_utf8_below(&nodes);
+        let mut ascii_path = vec![0u64; nodes.len().div_ceil(64)];
+        let mut ascii_token_ids = Vec::new();
+        let mut ascii_offsets = Vec::with_capacity(nodes.len() + 1);
+        let mut path_ascii: Vec<bool> = vec![true];
+        for (index, node) in nodes.iter().enumerate() {
+            ascii_offsets.push(ascii_token_ids.len() as u32);
+            let ascii = if index == 0 {
+                true
+            } else {
+                path_ascii.truncate(node.depth as usize);
+                path_ascii[node.depth as usize - 1] && node.byte < 0x80
+            };
+            if index > 0 {
+                path_ascii.push(ascii);
+            }
+            if ascii {
+                ascii_path[index / 64] |= 1 << (index % 64);
+                ascii_token_ids.extend_from_slice(
+                    &token_ids[node.tokens_start as usize..node.tokens_end as usize],
+                );
+            }
+        }
+        ascii_offsets.push(ascii_token_ids.len() as u32);
         TokenTrie {
             nodes,
             token_ids,
             token_offsets,
             bytes_below,
             valid_below,
+            ascii_path,
+            ascii_token_ids,
+            ascii_offsets,
         }
     }
 
@@ -216,6 +249,21 @@ impl TokenTrie {
     #[inline]
     pub fn valid_utf8_below(&self, position: usize) -> bool {
         self.valid_below[position / 64] >> (position % 64) & 1 == 1
+    }
+
+    /// True when the bytes from the root down to `position` are all ASCII.
+    #[inline]
+    pub fn ascii_path(&self, position: usize) -> bool {
+        self.ascii_path[position / 64] >> (position % 64) & 1 == 1
+    }
+
+    /// The tokens at or below `position` whose bytes are all ASCII (below a node with an
+    /// [`TokenTrie::ascii_path`]: exactly those with no byte past ASCII below it).
+    #[inline]
+    pub fn ascii_subtree_tokens(&self, position: usize) -> &[u32] {
+        let end = position + self.nodes[position].subtree_len as usize;
+        &self.ascii_token_ids
+            [self.ascii_offsets[position] as usize..self.ascii_offsets[end] as usize]
     }
 
     /// The nodes, root first, in depth-first order.
@@ -310,6 +358,17 @@ mod tests {
         assert_eq!(trie.subtree_tokens(b), &[3]);
         assert_eq!(trie.bytes_below(b), 0);
         assert_eq!(trie.subtree_tokens(0).len(), 6);
+        // Below "a", the tokens with no byte past ASCII: a, ab, a DEL, ax (not aé).
+        assert!(trie.ascii_path(a));
+        let mut ascii_under_a = trie.ascii_subtree_tokens(a).to_vec();
+        ascii_under_a.sort();
+        assert_eq!(ascii_under_a, vec![0, 1, 4, 5]);
+        let e_lead = trie
+            .nodes()
+            .iter()
+            .position(|node| node.depth == 2 && node.byte == 0xC3)
+            .unwrap();
+        assert!(!trie.ascii_path(e_lead));
     }
 
     #[test]
