@@ -114,8 +114,8 @@ impl SlotMaps {
 }
 
 impl Matcher {
-    /// The tokens of the trie nodes `first..end` allowed from the cached `state` (its
-    /// slots standing for `frames`) at trie depth `base_depth`, set in `words`: the part
+    /// The tokens of the trie nodes of `range` allowed from the cached `state` (its slots
+    /// standing for `frames`), set in `words`: the part
     /// of the walk that depends on the state alone is remembered per state and range
     /// (computed on first use); what depends on the callers (frontier groups, escapes)
     /// is walked each time, one real step per group.
@@ -164,14 +164,14 @@ impl Matcher {
         self.resolve_escapes(index, words, frames, &walk.escapes);
     }
 
-    /// Walks the trie nodes `first..end` (a subtree's descendants, or the whole trie) from
-    /// the cached `state` (its slots standing for `frames`) at trie depth `base_depth`,
-    /// along the step cache's table: one lookup per node, whole subtrees at once where
-    /// their bytes loop, UTF-8 by validity alone where every character loops. Tokens
-    /// accepted go to `words`. Where a byte leaves the cached region (it returns to a
-    /// caller outside the state, or calls a rule), the node is either recorded
-    /// (`record_frontier`: the groups are returned, for a walk remembered per state) or
-    /// walked on at once with one real step.
+    /// Walks the trie nodes of `range` from the cached `state` (its slots standing for
+    /// `frames`) along the step cache's table: one lookup per node, whole subtrees at once
+    /// where their bytes loop, UTF-8 by validity alone where every character loops.
+    /// Tokens accepted go to `words`. Where a byte calls a rule (or does not fit the
+    /// cache), the node is a frontier node; where frames of the state return to callers
+    /// outside it, an escape node. With `record_frontier` both are returned as groups (for
+    /// a walk remembered per state); otherwise they are walked on at once (a real step per
+    /// frontier node, a return step per escape group).
     pub(crate) fn table_walk(
         &mut self,
         index: &VocabularyIndex,
