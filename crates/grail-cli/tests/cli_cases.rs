@@ -60,19 +60,17 @@ fn cli_cases() {
 #[test]
 fn sampled_strings_match() {
     for grammar in ["testdata/cli/json.gbnf", "examples/tool-call.gbnf"] {
-        let output = run(
-            &[
-                "sample",
-                "-n",
-                "20",
-                "--seed",
-                "7",
-                "--max-len",
-                "80",
-                grammar,
-            ],
-            None,
-        );
+        let sample = [
+            "sample",
+            "-n",
+            "20",
+            "--seed",
+            "7",
+            "--max-len",
+            "80",
+            grammar,
+        ];
+        let output = run(&sample, None);
         assert_eq!(output.status.code(), Some(0));
         let lines = String::from_utf8(output.stdout).unwrap();
         assert_eq!(lines.lines().count(), 20);
@@ -86,19 +84,7 @@ fn sampled_strings_match() {
             );
         }
         // The same seed gives the same strings.
-        let again = run(
-            &[
-                "sample",
-                "-n",
-                "20",
-                "--seed",
-                "7",
-                "--max-len",
-                "80",
-                grammar,
-            ],
-            None,
-        );
+        let again = run(&sample, None);
         assert_eq!(String::from_utf8(again.stdout).unwrap(), lines);
     }
 }

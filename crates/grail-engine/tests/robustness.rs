@@ -133,25 +133,20 @@ fn grammars_nested_thousands_deep_compile_and_match_on_a_small_stack() {
         ")?".repeat(depth - 1),
         "?".repeat(depth)
     );
-    std::thread::Builder::new()
-        .stack_size(2 * 1024 * 1024)
-        .spawn(move || {
-            let grammar = CompiledGrammar::from_gbnf(&source).unwrap();
-            let mut matcher = Matcher::new(&grammar);
+    on_small_stack(move || {
+        let grammar = CompiledGrammar::from_gbnf(&source).unwrap();
+        let mut matcher = Matcher::new(&grammar);
+        matcher
+            .accept_str(&format!("<{}>", "a".repeat(5_000)))
+            .unwrap();
+        assert!(matcher.is_accepting());
+        assert!(
             matcher
-                .accept_str(&format!("<{}>", "a".repeat(5_000)))
-                .unwrap();
-            assert!(matcher.is_accepting());
-            assert!(
-                matcher
-                    .fork()
-                    .accept_str(&format!("{}>", "a".repeat(5_000)))
-                    .is_err()
-            );
-        })
-        .unwrap()
-        .join()
-        .unwrap();
+                .fork()
+                .accept_str(&format!("{}>", "a".repeat(5_000)))
+                .is_err()
+        );
+    });
 }
 
 #[test]
@@ -167,15 +162,21 @@ fn masks_over_very_long_tokens_need_no_deep_native_stack() {
     let kinds = vec![grail_vocab::TokenKind::Text; tokens.len()];
     let vocabulary = grail_vocab::Vocabulary::new("long", tokens, kinds, vec![], None);
     let index = std::sync::Arc::new(grail_engine::VocabularyIndex::new(vocabulary));
+    on_small_stack(move || {
+        let grammar = CompiledGrammar::from_gbnf("root ::= \"[\" root \"]\" | \"x\"").unwrap();
+        let mut matcher = Matcher::with_vocabulary(&grammar, index);
+        let mut mask = grail_engine::TokenBitmask::new(3);
+        matcher.fill_mask(&mut mask);
+        assert_eq!(mask.ids().collect::<Vec<_>>(), vec![0, 1, 2]);
+    });
+}
+
+/// Runs `test` on a thread with a 2 MB stack (what a debug-build test thread may get),
+/// passing on its panics.
+fn on_small_stack(test: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()
         .stack_size(2 * 1024 * 1024)
-        .spawn(move || {
-            let grammar = CompiledGrammar::from_gbnf("root ::= \"[\" root \"]\" | \"x\"").unwrap();
-            let mut matcher = Matcher::with_vocabulary(&grammar, index);
-            let mut mask = grail_engine::TokenBitmask::new(3);
-            matcher.fill_mask(&mut mask);
-            assert_eq!(mask.ids().collect::<Vec<_>>(), vec![0, 1, 2]);
-        })
+        .spawn(test)
         .unwrap()
         .join()
         .unwrap();

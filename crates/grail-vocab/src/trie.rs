@@ -283,17 +283,30 @@ impl TokenTrie {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_token_is_reached_by_its_bytes() {
-        let texts: [&[u8]; 7] = [b"ab", b"a", b"abc", b"b", b"", b"ab", b"\xC3"];
+    /// The trie of a vocabulary of these text tokens (ids in order).
+    fn trie_of(texts: &[&[u8]]) -> TokenTrie {
         let vocabulary = Vocabulary::new(
             "t",
             texts.iter().map(|text| text.to_vec()).collect(),
-            vec![TokenKind::Text; 7],
+            vec![TokenKind::Text; texts.len()],
             vec![],
             None,
         );
-        let trie = TokenTrie::new(&vocabulary);
+        TokenTrie::new(&vocabulary)
+    }
+
+    /// The position of the node at `depth` entered by `byte` (the first, in order).
+    fn node_at(trie: &TokenTrie, depth: u32, byte: u8) -> usize {
+        trie.nodes()
+            .iter()
+            .position(|node| node.depth == depth && node.byte == byte)
+            .unwrap()
+    }
+
+    #[test]
+    fn every_token_is_reached_by_its_bytes() {
+        let texts: [&[u8]; 7] = [b"ab", b"a", b"abc", b"b", b"", b"ab", b"\xC3"];
+        let trie = trie_of(&texts);
         // Walk the trie, rebuilding each node's bytes from the depth-first order.
         let mut path: Vec<u8> = Vec::new();
         let mut found: Vec<(Vec<u8>, u32)> = Vec::new();
@@ -314,11 +327,7 @@ mod tests {
         expected.sort();
         assert_eq!(found, expected);
         // Subtree sizes: "a" holds a, ab, abc.
-        let a = trie
-            .nodes()
-            .iter()
-            .position(|node| node.depth == 1 && node.byte == b'a')
-            .unwrap();
+        let a = node_at(&trie, 1, b'a');
         assert_eq!(trie.nodes()[a].subtree_len, 3);
         assert_eq!(trie.nodes()[0].subtree_len as usize, trie.nodes().len());
     }
@@ -326,19 +335,8 @@ mod tests {
     #[test]
     fn subtrees_know_their_tokens_and_bytes() {
         let texts: [&[u8]; 6] = [b"ab", b"a", b"a\xC3\xA9", b"b", b"a\x7F", b"ax"];
-        let vocabulary = Vocabulary::new(
-            "t",
-            texts.iter().map(|text| text.to_vec()).collect(),
-            vec![TokenKind::Text; 6],
-            vec![],
-            None,
-        );
-        let trie = TokenTrie::new(&vocabulary);
-        let a = trie
-            .nodes()
-            .iter()
-            .position(|node| node.depth == 1 && node.byte == b'a')
-            .unwrap();
+        let trie = trie_of(&texts);
+        let a = node_at(&trie, 1, b'a');
         let mut under_a = trie.subtree_tokens(a).to_vec();
         under_a.sort();
         assert_eq!(under_a, vec![0, 1, 2, 4, 5]);
@@ -350,11 +348,7 @@ mod tests {
         assert_eq!(byte_bit(0xC3), byte_bit(0xA9));
         assert_eq!(byte_bit(0x7F), byte_bit(0x00));
         assert!(trie.valid_utf8_below(a));
-        let b = trie
-            .nodes()
-            .iter()
-            .position(|node| node.depth == 1 && node.byte == b'b')
-            .unwrap();
+        let b = node_at(&trie, 1, b'b');
         assert_eq!(trie.subtree_tokens(b), &[3]);
         assert_eq!(trie.bytes_below(b), 0);
         assert_eq!(trie.subtree_tokens(0).len(), 6);
@@ -363,11 +357,7 @@ mod tests {
         let mut ascii_under_a = trie.ascii_subtree_tokens(a).to_vec();
         ascii_under_a.sort();
         assert_eq!(ascii_under_a, vec![0, 1, 4, 5]);
-        let e_lead = trie
-            .nodes()
-            .iter()
-            .position(|node| node.depth == 2 && node.byte == 0xC3)
-            .unwrap();
+        let e_lead = node_at(&trie, 2, 0xC3);
         assert!(!trie.ascii_path(e_lead));
     }
 
@@ -377,20 +367,8 @@ mod tests {
         // "z\xED\xA0" begins a surrogate (refused by strict UTF-8).
         // "\xA9a": below the lone continuation byte, "a" is valid once it ends a character.
         let texts: [&[u8]; 5] = [b"x\xC3", b"y\xA9", b"z\xED\xA0", b"z\xED\x9F", b"\xA9a"];
-        let vocabulary = Vocabulary::new(
-            "t",
-            texts.iter().map(|text| text.to_vec()).collect(),
-            vec![TokenKind::Text; 5],
-            vec![],
-            None,
-        );
-        let trie = TokenTrie::new(&vocabulary);
-        let at = |byte: u8| {
-            trie.nodes()
-                .iter()
-                .position(|node| node.depth == 1 && node.byte == byte)
-                .unwrap()
-        };
+        let trie = trie_of(&texts);
+        let at = |byte: u8| node_at(&trie, 1, byte);
         assert!(trie.valid_utf8_below(at(b'x')));
         assert!(!trie.valid_utf8_below(at(b'y')));
         assert!(!trie.valid_utf8_below(at(b'z')));
