@@ -115,7 +115,8 @@ pub(crate) enum WalkTokens {
 }
 
 impl WalkTokens {
-    /// The smaller form of the tokens set in `words`.
+    /// The tokens set in `words`, as ids when they are few (under one per eight words:
+    /// setting ids one by one costs more per id than OR-ing a word), else as the words.
     pub(crate) fn from_words(words: Vec<u32>) -> WalkTokens {
         let count: usize = words.iter().map(|word| word.count_ones() as usize).sum();
         if count * 8 > words.len() {
