@@ -267,7 +267,7 @@ impl Matcher {
         if range.len() >= remembered_walk_min(index) {
             self.walk_remembered(index, words, state, frames, range);
         } else {
-            self.table_walk(index, words, state, frames, range, false);
+            self.table_walk(index, words, state, frames, &[range], false);
         }
     }
 

@@ -132,7 +132,7 @@ impl Matcher {
             None => {
                 let mut own = vec![0u32; words.len()];
                 let (frontier, escapes) =
-                    self.table_walk(index, &mut own, state, frames, range, true);
+                    self.table_walk(index, &mut own, state, frames, &[range], true);
                 let walk = Arc::new(PureWalk {
                     tokens: WalkTokens::from_words(own),
                     frontier,
@@ -163,8 +163,8 @@ impl Matcher {
         self.resolve_escapes(index, words, frames, &walk.escapes);
     }
 
-    /// Walks the trie nodes of `range` from the cached `state` (its slots standing for
-    /// `frames`) along the step cache's table: one lookup per node, whole subtrees at once
+    /// Walks the trie nodes of `ranges` (each from its own base depth) from the cached
+    /// `state` (its slots standing for `frames`) along the step cache's table: one lookup per node, whole subtrees at once
     /// where their bytes loop, UTF-8 by validity alone where every character loops.
     /// Tokens accepted go to `words`. Where a byte calls a rule (or does not fit the
     /// cache), the node is a frontier node; where frames of the state return to callers
@@ -177,14 +177,9 @@ impl Matcher {
         words: &mut [u32],
         state: StateId,
         frames: &[u32],
-        range: TrieRange,
+        ranges: &[TrieRange],
         record_frontier: bool,
     ) -> (Vec<FrontierGroup>, Vec<EscapeGroup>) {
-        let TrieRange {
-            first,
-            end,
-            base_depth,
-        } = range;
         let trie = index.trie();
         let nodes = trie.nodes();
         let mut maps = SlotMaps::new(frames.len());
@@ -202,130 +197,139 @@ impl Matcher {
                 None => (state, 0, Partial::NONE),
             }];
         let mut learn_frames = Vec::new();
-        let mut position = first;
-        while position < end {
-            let node = &nodes[position];
-            path.truncate((node.depth - base_depth) as usize);
-            let (parent, map, partial) = *path.last().expect("the start state is on the path");
-            // Inside a character every item takes whatever it is; where every character
-            // past ASCII loops, any such character goes. Either way their bytes need no
-            // steps: any valid UTF-8 prefix stays live, and a whole character comes back
-            // to `parent`.
-            let by_validity = !partial.is_none()
-                || (node.byte >= 0x80
-                    && match self.step_cache().loop_bytes(parent) {
-                        facts if facts.loops >> 127 == 1 => true,
-                        facts if facts.breaks >> 127 == 1 => false,
-                        _ => {
-                            learn_frames.clear();
-                            learn_frames
-                                .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                            self.loops_on(parent, &learn_frames, 1 << 127)
+        for &TrieRange {
+            first,
+            end,
+            base_depth,
+        } in ranges
+        {
+            let mut position = first;
+            while position < end {
+                let node = &nodes[position];
+                path.truncate((node.depth - base_depth) as usize);
+                let (parent, map, partial) = *path.last().expect("the start state is on the path");
+                // Inside a character every item takes whatever it is; where every character
+                // past ASCII loops, any such character goes. Either way their bytes need no
+                // steps: any valid UTF-8 prefix stays live, and a whole character comes back
+                // to `parent`.
+                let by_validity = !partial.is_none()
+                    || (node.byte >= 0x80
+                        && match self.step_cache().loop_bytes(parent) {
+                            facts if facts.loops >> 127 == 1 => true,
+                            facts if facts.breaks >> 127 == 1 => false,
+                            _ => {
+                                learn_frames.clear();
+                                learn_frames.extend(
+                                    maps.get(map).iter().map(|&slot| frames[slot as usize]),
+                                );
+                                self.loops_on(parent, &learn_frames, 1 << 127)
+                            }
+                        });
+                if by_validity {
+                    let next = match partial.push(node.byte) {
+                        Step::Invalid => {
+                            position += node.subtree_len as usize;
+                            continue;
                         }
-                    });
-            if by_validity {
-                let next = match partial.push(node.byte) {
-                    Step::Invalid => {
+                        Step::Complete(_) => Partial::NONE,
+                        Step::Incomplete(next) => next,
+                    };
+                    set_tokens(words, trie.tokens_at(node));
+                    path.push((parent, map, next));
+                    position += 1;
+                    continue;
+                }
+                let mut transition = self.step_cache().transition(parent, node.byte);
+                if transition == UNKNOWN || transition == NOT_CACHEABLE {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                    transition = self.learn_inner_transition(parent, &learn_frames, node.byte);
+                }
+                let leaves = match transition {
+                    DEAD => {
                         position += node.subtree_len as usize;
                         continue;
                     }
-                    Step::Complete(_) => Partial::NONE,
-                    Step::Incomplete(next) => next,
+                    NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => true,
+                    // Rule calls make frames, which only real steps have.
+                    result => self.step_cache().result(result).new_frames > 0,
                 };
-                set_tokens(words, trie.tokens_at(node));
-                path.push((parent, map, next));
-                position += 1;
-                continue;
-            }
-            let mut transition = self.step_cache().transition(parent, node.byte);
-            if transition == UNKNOWN || transition == NOT_CACHEABLE {
-                learn_frames.clear();
-                learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                transition = self.learn_inner_transition(parent, &learn_frames, node.byte);
-            }
-            let leaves = match transition {
-                DEAD => {
-                    position += node.subtree_len as usize;
-                    continue;
-                }
-                NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => true,
-                // Rule calls make frames, which only real steps have.
-                result => self.step_cache().result(result).new_frames > 0,
-            };
-            if leaves {
-                if record_frontier {
-                    groups
-                        .entry((parent, node.byte, map))
-                        .or_default()
-                        .push(position as u32);
-                } else {
-                    learn_frames.clear();
-                    learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                    self.push_state_step(parent, &learn_frames);
-                    if matches!(self.step_byte(node.byte), Ok(true)) {
-                        set_tokens(words, trie.tokens_at(node));
-                        self.walk_subtree(index, words, TrieRange::below(trie, position));
+                if leaves {
+                    if record_frontier {
+                        groups
+                            .entry((parent, node.byte, map))
+                            .or_default()
+                            .push(position as u32);
+                    } else {
+                        learn_frames.clear();
+                        learn_frames
+                            .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                        self.push_state_step(parent, &learn_frames);
+                        if matches!(self.step_byte(node.byte), Ok(true)) {
+                            set_tokens(words, trie.tokens_at(node));
+                            self.walk_subtree(index, words, TrieRange::below(trie, position));
+                            self.rollback(1);
+                        }
                         self.rollback(1);
                     }
-                    self.rollback(1);
-                }
-                position += node.subtree_len as usize;
-                continue;
-            }
-            let step = self.step_cache().result(transition);
-            let target = step.target;
-            if step.escapes != 0 {
-                // Frames returned to callers outside the state: the walk also goes on
-                // from those callers, below this node (see `resolve_escapes`).
-                let group = match last_escape {
-                    Some((last_map, last_bits, group))
-                        if last_map == map && last_bits == step.escapes =>
-                    {
-                        group
-                    }
-                    _ => {
-                        let slots = maps.get(map);
-                        let to_start = |bits: u64| {
-                            (0..slots.len())
-                                .filter(|&slot| bits >> slot & 1 == 1)
-                                .fold(0u64, |start, slot| start | 1 << slots[slot])
-                        };
-                        let key = (to_start(step.escapes), to_start(u64::MAX));
-                        let group = match escapes.iter().position(|(known, _)| *known == key) {
-                            Some(group) => group,
-                            None => {
-                                escapes.push((key, Vec::new()));
-                                escapes.len() - 1
-                            }
-                        };
-                        last_escape = Some((map, step.escapes, group));
-                        group
-                    }
-                };
-                escapes[group].1.push(position as u32);
-            }
-            if step.target_viable {
-                set_tokens(words, trie.tokens_at(node));
-            }
-            let step = self.step_cache().result(transition);
-            let child = if step.keeps_slots {
-                map
-            } else {
-                maps.compose(map, transition, &step.slot_map)
-            };
-            // A big subtree whose bytes all loop on the target: every token in it is
-            // accepted, without visiting its nodes.
-            if node.subtree_len >= BULK_MIN_SUBTREE {
-                learn_frames.clear();
-                learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
-                if let Some(tokens) = self.taken_whole(trie, position, target, &learn_frames) {
-                    set_tokens(words, tokens);
                     position += node.subtree_len as usize;
                     continue;
                 }
+                let step = self.step_cache().result(transition);
+                let target = step.target;
+                if step.escapes != 0 {
+                    // Frames returned to callers outside the state: the walk also goes on
+                    // from those callers, below this node (see `resolve_escapes`).
+                    let group = match last_escape {
+                        Some((last_map, last_bits, group))
+                            if last_map == map && last_bits == step.escapes =>
+                        {
+                            group
+                        }
+                        _ => {
+                            let slots = maps.get(map);
+                            let to_start = |bits: u64| {
+                                (0..slots.len())
+                                    .filter(|&slot| bits >> slot & 1 == 1)
+                                    .fold(0u64, |start, slot| start | 1 << slots[slot])
+                            };
+                            let key = (to_start(step.escapes), to_start(u64::MAX));
+                            let group = match escapes.iter().position(|(known, _)| *known == key) {
+                                Some(group) => group,
+                                None => {
+                                    escapes.push((key, Vec::new()));
+                                    escapes.len() - 1
+                                }
+                            };
+                            last_escape = Some((map, step.escapes, group));
+                            group
+                        }
+                    };
+                    escapes[group].1.push(position as u32);
+                }
+                if step.target_viable {
+                    set_tokens(words, trie.tokens_at(node));
+                }
+                let step = self.step_cache().result(transition);
+                let child = if step.keeps_slots {
+                    map
+                } else {
+                    maps.compose(map, transition, &step.slot_map)
+                };
+                // A big subtree whose bytes all loop on the target: every token in it is
+                // accepted, without visiting its nodes.
+                if node.subtree_len >= BULK_MIN_SUBTREE {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                    if let Some(tokens) = self.taken_whole(trie, position, target, &learn_frames) {
+                        set_tokens(words, tokens);
+                        position += node.subtree_len as usize;
+                        continue;
+                    }
+                }
+                path.push((target, child, Partial::NONE));
+                position += 1;
             }
-            path.push((target, child, Partial::NONE));
-            position += 1;
         }
         let mut frontier: Vec<FrontierGroup> = groups
             .into_iter()
@@ -340,30 +344,7 @@ impl Matcher {
         let mut escapes: Vec<EscapeGroup> = escapes
             .into_iter()
             .map(|((returning, inside), escape_nodes)| {
-                let mut pairs: Vec<(u8, u32)> = Vec::new();
-                for &position in &escape_nodes {
-                    let position = position as usize;
-                    let end = position + nodes[position].subtree_len as usize;
-                    let mut child = position + 1;
-                    while child < end {
-                        pairs.push((nodes[child].byte, child as u32));
-                        child += nodes[child].subtree_len as usize;
-                    }
-                }
-                pairs.sort_unstable();
-                let mut children: Vec<(u8, Vec<u32>)> = Vec::new();
-                for (byte, child) in pairs {
-                    match children.last_mut() {
-                        Some((last, list)) if *last == byte => list.push(child),
-                        _ => children.push((byte, vec![child])),
-                    }
-                }
-                EscapeGroup {
-                    returning,
-                    inside,
-                    nodes: escape_nodes,
-                    children,
-                }
+                EscapeGroup::new(returning, inside, escape_nodes, trie)
             })
             .collect();
         escapes.sort_by_key(|group| (group.returning, group.inside));
@@ -404,22 +385,26 @@ impl Matcher {
                     set_tokens(words, index.trie().tokens_at(&nodes[position as usize]));
                 }
             }
-            let state = self.current_state(&mut return_frames);
-            for (byte, children) in &group.children {
-                if let Some(state) = state
-                    && self.step_cache().transition(state, *byte) == DEAD
-                {
-                    continue;
+            // Each child (with its subtree) from the callers' step: along the table in one
+            // walk when that step is cached, skipping the bytes it refuses.
+            match self.current_state(&mut return_frames) {
+                Some(state) => {
+                    let ranges: Vec<TrieRange> = group
+                        .children_by_byte()
+                        .filter(|&(byte, _)| self.step_cache().transition(state, byte) != DEAD)
+                        .flat_map(|(_, children)| children)
+                        .map(|&child| TrieRange::with(index.trie(), child as usize))
+                        .collect();
+                    if !ranges.is_empty() {
+                        grail_syntax::stack::deep(|| {
+                            self.table_walk(index, words, state, &return_frames, &ranges, false);
+                        });
+                    }
                 }
-                // Each child (with its subtree) from the callers' step.
-                for &child in children {
-                    let child = child as usize;
-                    let range = TrieRange::with(index.trie(), child);
-                    match state {
-                        Some(state) => grail_syntax::stack::deep(|| {
-                            self.table_walk(index, words, state, &return_frames, range, false);
-                        }),
-                        None => {
+                None => {
+                    for (_, children) in group.children_by_byte() {
+                        for &child in children {
+                            let range = TrieRange::with(index.trie(), child as usize);
                             self.walk_subtree(index, words, range);
                         }
                     }

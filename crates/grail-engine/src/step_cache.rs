@@ -168,13 +168,7 @@ impl PureWalk {
             .escapes
             .iter()
             .map(|group| {
-                group.nodes.len() * 4
-                    + group
-                        .children
-                        .iter()
-                        .map(|(_, children)| children.len() * 4 + 32)
-                        .sum::<usize>()
-                    + 64
+                group.nodes.len() * 4 + group.children.len() * 4 + group.child_runs.len() * 8 + 96
             })
             .sum();
         self.tokens.bytes() + frontier + escapes + 64
@@ -191,9 +185,70 @@ pub(crate) struct EscapeGroup {
     pub(crate) inside: u64,
     /// Positions in the trie's node array.
     pub(crate) nodes: Vec<u32>,
-    /// The children of those nodes by byte, so a byte the callers refuse costs one
-    /// lookup for all of them.
-    pub(crate) children: Vec<(u8, Vec<u32>)>,
+    /// The children of those nodes (positions), ordered by byte, so a byte the callers
+    /// refuse costs one lookup for all of them.
+    children: Vec<u32>,
+    /// Each byte that has children, with the end of its run in `children`.
+    child_runs: Vec<(u8, u32)>,
+}
+
+impl EscapeGroup {
+    /// The group of escape `nodes` (positions in `trie`, in walk order), with their
+    /// children sorted by byte (a counting sort: groups can hold tens of thousands).
+    pub(crate) fn new(
+        returning: u64,
+        inside: u64,
+        nodes: Vec<u32>,
+        trie: &grail_vocab::TokenTrie,
+    ) -> EscapeGroup {
+        let trie_nodes = trie.nodes();
+        let each_child = |visit: &mut dyn FnMut(usize)| {
+            for &position in &nodes {
+                let position = position as usize;
+                let end = position + trie_nodes[position].subtree_len as usize;
+                let mut child = position + 1;
+                while child < end {
+                    visit(child);
+                    child += trie_nodes[child].subtree_len as usize;
+                }
+            }
+        };
+        let mut run_ends = [0u32; 256];
+        each_child(&mut |child| run_ends[usize::from(trie_nodes[child].byte)] += 1);
+        let mut total = 0;
+        let mut child_runs = Vec::new();
+        for (byte, count) in run_ends.iter_mut().enumerate() {
+            if *count > 0 {
+                total += *count;
+                child_runs.push((byte as u8, total));
+            }
+            // From here on: where the next child of this byte goes.
+            *count = total - *count;
+        }
+        let mut children = vec![0u32; total as usize];
+        each_child(&mut |child| {
+            let next = &mut run_ends[usize::from(trie_nodes[child].byte)];
+            children[*next as usize] = child as u32;
+            *next += 1;
+        });
+        EscapeGroup {
+            returning,
+            inside,
+            nodes,
+            children,
+            child_runs,
+        }
+    }
+
+    /// Each byte with the children (positions) entered by it.
+    pub(crate) fn children_by_byte(&self) -> impl Iterator<Item = (u8, &[u32])> {
+        let mut start = 0;
+        self.child_runs.iter().map(move |&(byte, end)| {
+            let run = &self.children[start as usize..end as usize];
+            start = end;
+            (byte, run)
+        })
+    }
 }
 
 /// Trie nodes entered by the same byte from the same state.
