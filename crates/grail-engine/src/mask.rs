@@ -205,6 +205,35 @@ impl Matcher {
         grail_syntax::stack::deep(|| self.walk_subtree_here(index, words, range));
     }
 
+    /// Walks each of `ranges` from the current state as [`Matcher::walk_subtree`] does,
+    /// the small ones along the table in one walk when the state is cached (one walk's
+    /// setup for what are often hundreds of tiny subtrees).
+    pub(crate) fn walk_ranges(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        ranges: &[TrieRange],
+    ) {
+        let mut frames = Vec::new();
+        let state = self.current_state(&mut frames);
+        let min = remembered_walk_min(index);
+        let mut small = Vec::new();
+        for &range in ranges {
+            if state.is_none() || range.len() >= min {
+                self.walk_subtree(index, words, range);
+            } else {
+                small.push(range);
+            }
+        }
+        if let Some(state) = state
+            && !small.is_empty()
+        {
+            grail_syntax::stack::deep(|| {
+                self.table_walk(index, words, state, &frames, &small, false);
+            });
+        }
+    }
+
     fn walk_subtree_here(&mut self, index: &VocabularyIndex, words: &mut [u32], range: TrieRange) {
         if range.len() >= remembered_walk_min(index)
             && let Some(parts) = self.items_by_frame()

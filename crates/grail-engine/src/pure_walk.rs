@@ -144,23 +144,54 @@ impl Matcher {
             }
         };
         walk.tokens.apply(words);
-        let nodes = index.trie().nodes();
+        self.walk_frontier(index, words, frames, &walk.frontier);
+        self.resolve_escapes(index, words, frames, &walk.escapes);
+    }
+
+    /// Walks on below frontier groups (their states' slots standing for slots of the
+    /// walk's start, which stand for `frames`): one real step per group, then every
+    /// group node's tokens and subtree from there.
+    fn walk_frontier(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        frames: &[u32],
+        groups: &[FrontierGroup],
+    ) {
         let mut group_frames = Vec::new();
-        for group in &walk.frontier {
+        let mut ranges = Vec::new();
+        for group in groups {
             group_frames.clear();
             group_frames.extend(group.slots.iter().map(|&slot| frames[slot as usize]));
-            self.push_state_step(group.state, &group_frames);
-            if matches!(self.step_byte(group.byte), Ok(true)) {
-                for &position in &group.nodes {
-                    let position = position as usize;
-                    set_tokens(words, index.trie().tokens_at(&nodes[position]));
-                    self.walk_subtree(index, words, TrieRange::below(index.trie(), position));
-                }
-                self.rollback(1);
+            let step = (group.state, &group_frames[..], group.byte);
+            self.walk_frontier_group(index, words, step, group.nodes.iter().copied(), &mut ranges);
+        }
+    }
+
+    /// One frontier group: the real step on `byte` from `state` (its slots standing for
+    /// the frames given), then the tokens and subtree of each of `nodes` from there.
+    /// (`ranges` is scratch space.)
+    fn walk_frontier_group(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        (state, frames, byte): (StateId, &[u32], u8),
+        nodes: impl Iterator<Item = u32>,
+        ranges: &mut Vec<TrieRange>,
+    ) {
+        let trie = index.trie();
+        self.push_state_step(state, frames);
+        if matches!(self.step_byte(byte), Ok(true)) {
+            ranges.clear();
+            for position in nodes {
+                let position = position as usize;
+                set_tokens(words, trie.tokens_at(&trie.nodes()[position]));
+                ranges.push(TrieRange::below(trie, position));
             }
+            self.walk_ranges(index, words, ranges);
             self.rollback(1);
         }
-        self.resolve_escapes(index, words, frames, &walk.escapes);
+        self.rollback(1);
     }
 
     /// Walks the trie nodes of `ranges` (each from its own base depth) from the cached
@@ -183,7 +214,8 @@ impl Matcher {
         let trie = index.trie();
         let nodes = trie.nodes();
         let mut maps = SlotMaps::new(frames.len());
-        let mut groups: rustc_hash::FxHashMap<(StateId, u8, u32), Vec<u32>> = Default::default();
+        // Frontier nodes: (state before, byte, slot map, position).
+        let mut frontier_nodes: Vec<(StateId, u8, u32, u32)> = Vec::new();
         // Escape nodes by (returning, inside) start slots; the last (slot map, escapes)
         // seen and its group, since runs of nodes share them.
         let mut escapes: Vec<((u64, u64), Vec<u32>)> = Vec::new();
@@ -255,23 +287,7 @@ impl Matcher {
                     result => self.step_cache().result(result).new_frames > 0,
                 };
                 if leaves {
-                    if record_frontier {
-                        groups
-                            .entry((parent, node.byte, map))
-                            .or_default()
-                            .push(position as u32);
-                    } else {
-                        learn_frames.clear();
-                        learn_frames
-                            .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                        self.push_state_step(parent, &learn_frames);
-                        if matches!(self.step_byte(node.byte), Ok(true)) {
-                            set_tokens(words, trie.tokens_at(node));
-                            self.walk_subtree(index, words, TrieRange::below(trie, position));
-                            self.rollback(1);
-                        }
-                        self.rollback(1);
-                    }
+                    frontier_nodes.push((parent, node.byte, map, position as u32));
                     position += node.subtree_len as usize;
                     continue;
                 }
@@ -331,28 +347,55 @@ impl Matcher {
                 position += 1;
             }
         }
-        let mut frontier: Vec<FrontierGroup> = groups
-            .into_iter()
-            .map(|((state, byte, map), nodes)| FrontierGroup {
-                state,
-                slots: maps.get(map).into(),
-                byte,
-                nodes,
-            })
-            .collect();
-        frontier.sort_by_key(|group| (group.state, group.byte, group.nodes[0]));
+        // Grouped by (state, byte, slot map), nodes in trie order.
+        frontier_nodes.sort_unstable();
+        let frontier_runs = frontier_nodes.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2);
         let mut escapes: Vec<EscapeGroup> = escapes
             .into_iter()
             .map(|((returning, inside), escape_nodes)| {
-                EscapeGroup::new(returning, inside, escape_nodes, trie)
+                // Tokens of a remembered group are applied at every mask: packed as words
+                // when many; a group used once keeps the ids it found.
+                EscapeGroup::new(returning, inside, &escape_nodes, trie, |ids| {
+                    if record_frontier {
+                        WalkTokens::from_ids(ids, words.len())
+                    } else {
+                        WalkTokens::Ids(ids.into_boxed_slice())
+                    }
+                })
             })
             .collect();
         escapes.sort_by_key(|group| (group.returning, group.inside));
         if record_frontier {
+            let frontier = frontier_runs
+                .map(|run| {
+                    let (state, byte, map, _) = run[0];
+                    FrontierGroup {
+                        state,
+                        slots: maps.get(map).into(),
+                        byte,
+                        nodes: run.iter().map(|&(.., position)| position).collect(),
+                    }
+                })
+                .collect();
             (frontier, escapes)
         } else {
+            let mut group_frames = Vec::new();
+            let mut ranges = Vec::new();
+            for run in frontier_runs {
+                let (state, byte, map, _) = run[0];
+                group_frames.clear();
+                group_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                let nodes = run.iter().map(|&(.., position)| position);
+                self.walk_frontier_group(
+                    index,
+                    words,
+                    (state, &group_frames, byte),
+                    nodes,
+                    &mut ranges,
+                );
+            }
             self.resolve_escapes(index, words, frames, &escapes);
-            (frontier, Vec::new())
+            (Vec::new(), Vec::new())
         }
     }
 
@@ -367,7 +410,6 @@ impl Matcher {
         frames: &[u32],
         groups: &[EscapeGroup],
     ) {
-        let nodes = index.trie().nodes();
         let pick = |bits: u64| -> Vec<u32> {
             (0..frames.len())
                 .filter(|&slot| bits >> slot & 1 == 1)
@@ -375,40 +417,32 @@ impl Matcher {
                 .collect()
         };
         let mut return_frames = Vec::new();
+        let mut ranges = Vec::new();
         for group in groups {
             if !self.push_return_step(&pick(group.returning), &pick(group.inside)) {
                 continue;
             }
-            let viable = self.is_viable();
-            if viable {
-                for &position in &group.nodes {
-                    set_tokens(words, index.trie().tokens_at(&nodes[position as usize]));
+            if self.is_viable() {
+                group.tokens.apply(words);
+            }
+            // Each child (with its subtree) from the callers' step, skipping the bytes a
+            // cached step refuses.
+            let state = self.current_state(&mut return_frames);
+            ranges.clear();
+            for (byte, children) in group.children_by_byte() {
+                if state.is_none_or(|state| self.step_cache().transition(state, byte) != DEAD) {
+                    ranges.extend(
+                        children
+                            .iter()
+                            .map(|&child| TrieRange::with(index.trie(), child as usize)),
+                    );
                 }
             }
-            // Each child (with its subtree) from the callers' step: along the table in one
-            // walk when that step is cached, skipping the bytes it refuses.
-            match self.current_state(&mut return_frames) {
-                Some(state) => {
-                    let ranges: Vec<TrieRange> = group
-                        .children_by_byte()
-                        .filter(|&(byte, _)| self.step_cache().transition(state, byte) != DEAD)
-                        .flat_map(|(_, children)| children)
-                        .map(|&child| TrieRange::with(index.trie(), child as usize))
-                        .collect();
-                    if !ranges.is_empty() {
-                        grail_syntax::stack::deep(|| {
-                            self.table_walk(index, words, state, &return_frames, &ranges, false);
-                        });
-                    }
-                }
-                None => {
-                    for (_, children) in group.children_by_byte() {
-                        for &child in children {
-                            let range = TrieRange::with(index.trie(), child as usize);
-                            self.walk_subtree(index, words, range);
-                        }
-                    }
-                }
+            match state {
+                Some(state) if !ranges.is_empty() => grail_syntax::stack::deep(|| {
+                    self.table_walk(index, words, state, &return_frames, &ranges, false);
+                }),
+                _ => self.walk_ranges(index, words, &ranges),
             }
             self.rollback(1);
         }

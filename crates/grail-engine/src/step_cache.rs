@@ -133,6 +133,19 @@ impl WalkTokens {
         WalkTokens::Ids(ids.into_boxed_slice())
     }
 
+    /// The tokens `ids` (of a mask of `mask_words` words), kept as ids when they are few
+    /// (see [`WalkTokens::from_words`]).
+    pub(crate) fn from_ids(ids: Vec<u32>, mask_words: usize) -> WalkTokens {
+        if ids.len() <= mask_words {
+            return WalkTokens::Ids(ids.into_boxed_slice());
+        }
+        let mut words = vec![0u32; mask_words];
+        for id in ids {
+            words[id as usize / 32] |= 1 << (id % 32);
+        }
+        WalkTokens::Words(words.into_boxed_slice())
+    }
+
     /// Sets these tokens in a mask's words.
     pub(crate) fn apply(&self, words: &mut [u32]) {
         match self {
@@ -168,7 +181,7 @@ impl PureWalk {
             .escapes
             .iter()
             .map(|group| {
-                group.nodes.len() * 4 + group.children.len() * 4 + group.child_runs.len() * 8 + 96
+                group.tokens.bytes() + group.children.len() * 4 + group.child_runs.len() * 8 + 96
             })
             .sum();
         self.tokens.bytes() + frontier + escapes + 64
@@ -183,9 +196,9 @@ pub(crate) struct EscapeGroup {
     pub(crate) returning: u64,
     /// The start's slots the state held (their callers were walked already).
     pub(crate) inside: u64,
-    /// Positions in the trie's node array.
-    pub(crate) nodes: Vec<u32>,
-    /// The children of those nodes (positions), ordered by byte, so a byte the callers
+    /// The tokens ending at the group's nodes (taken when the callers' step is viable).
+    pub(crate) tokens: WalkTokens,
+    /// The children of the group's nodes (positions), ordered by byte, so a byte the callers
     /// refuse costs one lookup for all of them.
     children: Vec<u32>,
     /// Each byte that has children, with the end of its run in `children`.
@@ -194,16 +207,23 @@ pub(crate) struct EscapeGroup {
 
 impl EscapeGroup {
     /// The group of escape `nodes` (positions in `trie`, in walk order), with their
-    /// children sorted by byte (a counting sort: groups can hold tens of thousands).
+    /// tokens gathered (kept as `pack` makes them) and their children sorted by byte (a
+    /// counting sort: groups can hold tens of thousands of nodes).
     pub(crate) fn new(
         returning: u64,
         inside: u64,
-        nodes: Vec<u32>,
+        nodes: &[u32],
         trie: &grail_vocab::TokenTrie,
+        pack: impl FnOnce(Vec<u32>) -> WalkTokens,
     ) -> EscapeGroup {
         let trie_nodes = trie.nodes();
+        let ids = nodes
+            .iter()
+            .flat_map(|&position| trie.tokens_at(&trie_nodes[position as usize]))
+            .copied()
+            .collect();
         let each_child = |visit: &mut dyn FnMut(usize)| {
-            for &position in &nodes {
+            for &position in nodes {
                 let position = position as usize;
                 let end = position + trie_nodes[position].subtree_len as usize;
                 let mut child = position + 1;
@@ -214,16 +234,26 @@ impl EscapeGroup {
             }
         };
         let mut run_ends = [0u32; 256];
-        each_child(&mut |child| run_ends[usize::from(trie_nodes[child].byte)] += 1);
+        // The bytes seen, so the runs are laid out without a pass over all 256 (most
+        // groups are walked once, and small).
+        let mut seen = [0u64; 4];
+        each_child(&mut |child| {
+            let byte = usize::from(trie_nodes[child].byte);
+            run_ends[byte] += 1;
+            seen[byte / 64] |= 1 << (byte % 64);
+        });
         let mut total = 0;
         let mut child_runs = Vec::new();
-        for (byte, count) in run_ends.iter_mut().enumerate() {
-            if *count > 0 {
-                total += *count;
+        for (quarter, mut bits) in seen.into_iter().enumerate() {
+            while bits != 0 {
+                let byte = quarter * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let count = run_ends[byte];
+                total += count;
                 child_runs.push((byte as u8, total));
+                // From here on: where the next child of this byte goes.
+                run_ends[byte] = total - count;
             }
-            // From here on: where the next child of this byte goes.
-            *count = total - *count;
         }
         let mut children = vec![0u32; total as usize];
         each_child(&mut |child| {
@@ -234,7 +264,7 @@ impl EscapeGroup {
         EscapeGroup {
             returning,
             inside,
-            nodes,
+            tokens: pack(ids),
             children,
             child_runs,
         }
