@@ -35,6 +35,7 @@ mod sample;
 mod step_cache;
 mod step_description;
 mod utf8;
+mod walk_buffers;
 mod walk_loops;
 
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};

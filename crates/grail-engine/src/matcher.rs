@@ -27,6 +27,7 @@ use crate::step_cache::{
 };
 use crate::step_description::{describe_step, frames_in_order, transition_template};
 use crate::utf8::{Partial, Step};
+use crate::walk_buffers::WalkBufferPool;
 
 /// No link: the end of a frame's caller list.
 pub(crate) const NO_LINK: u32 = u32::MAX;
@@ -130,6 +131,8 @@ pub struct Matcher {
     pub(crate) steps_dropped: u64,
     /// Token masks by parse state, shared with forks.
     pub(crate) mask_cache: Arc<std::sync::Mutex<MaskCache>>,
+    /// Buffers of token-trie walks, reused.
+    pub(crate) walk_buffers: WalkBufferPool,
 }
 
 impl Matcher {
@@ -147,6 +150,7 @@ impl Matcher {
             token_starts: Vec::new(),
             steps_dropped: 0,
             mask_cache: Arc::default(),
+            walk_buffers: WalkBufferPool::default(),
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 ..Scratch::default()

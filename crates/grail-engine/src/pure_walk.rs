@@ -21,6 +21,7 @@ use crate::step_cache::{
     WalkTokens,
 };
 use crate::utf8::{Partial, Step};
+use crate::walk_buffers::WalkBuffers;
 
 /// A range of trie nodes to walk, `first..end` in the node array (a subtree's
 /// descendants, a child with its subtree, or the whole trie), from a state at trie depth
@@ -69,27 +70,44 @@ impl TrieRange {
 const BULK_MIN_SUBTREE: u32 = 16;
 
 /// Slot maps met along trie paths (for each slot of a state, a slot of the walk's start),
-/// interned so paths share them, with their compositions remembered.
+/// interned so paths share them, with their compositions remembered. Map 0 is the
+/// identity (most walks never meet another, and then allocate nothing).
 struct SlotMaps {
+    slots: usize,
+    /// Maps 1, 2, ….
     maps: Vec<Box<[u8]>>,
     index: rustc_hash::FxHashMap<Box<[u8]>, u32>,
     composed: rustc_hash::FxHashMap<(u32, u32), u32>,
 }
 
+/// The identity map, as long as any state's slots.
+const IDENTITY: [u8; 256] = {
+    let mut identity = [0u8; 256];
+    let mut slot = 0;
+    while slot < 256 {
+        identity[slot] = slot as u8;
+        slot += 1;
+    }
+    identity
+};
+
 impl SlotMaps {
     /// Starts with the identity map over `slots` slots (index 0).
     fn new(slots: usize) -> SlotMaps {
-        // The index starts empty (no allocation for walks that never compose): a map
-        // equal to the identity may then get a second id, which is harmless.
+        // A map equal to the identity may get a second id, which is harmless.
         SlotMaps {
-            maps: vec![(0..slots as u8).collect()],
+            slots,
+            maps: Vec::new(),
             index: Default::default(),
             composed: Default::default(),
         }
     }
 
     fn get(&self, map: u32) -> &[u8] {
-        &self.maps[map as usize]
+        match map {
+            0 => &IDENTITY[..self.slots],
+            _ => &self.maps[map as usize - 1],
+        }
     }
 
     /// The map of a transition's target: its slot k holds the start slot that the
@@ -100,9 +118,9 @@ impl SlotMaps {
         if let Some(&known) = self.composed.get(&(parent, result)) {
             return known;
         }
-        let parent_map = &self.maps[parent as usize];
+        let parent_map = self.get(parent);
         let child: Box<[u8]> = step.iter().map(|&slot| parent_map[slot as usize]).collect();
-        let next = self.maps.len() as u32;
+        let next = self.maps.len() as u32 + 1;
         let id = *self.index.entry(child.clone()).or_insert(next);
         if id == next {
             self.maps.push(child);
@@ -195,13 +213,13 @@ impl Matcher {
     }
 
     /// Walks the trie nodes of `ranges` (each from its own base depth) from the cached
-    /// `state` (its slots standing for `frames`) along the step cache's table: one lookup per node, whole subtrees at once
-    /// where their bytes loop, UTF-8 by validity alone where every character loops.
-    /// Tokens accepted go to `words`. Where a byte calls a rule (or does not fit the
-    /// cache), the node is a frontier node; where frames of the state return to callers
-    /// outside it, an escape node. With `record_frontier` both are returned as groups (for
-    /// a walk remembered per state); otherwise they are walked on at once (a real step per
-    /// frontier node, a return step per escape group).
+    /// `state` (its slots standing for `frames`) along the step cache's table: one lookup
+    /// per node, whole subtrees at once where their bytes loop, UTF-8 by validity alone
+    /// where every character loops. Tokens accepted go to `words`. Where a byte calls a
+    /// rule (or does not fit the cache), the node is a frontier node; where frames of the
+    /// state return to callers outside it, an escape node. With `record_frontier` both are
+    /// returned as groups (for a walk remembered per state); otherwise they are walked on
+    /// at once (a real step per frontier group, a return step per escape group).
     pub(crate) fn table_walk(
         &mut self,
         index: &VocabularyIndex,
@@ -214,21 +232,26 @@ impl Matcher {
         let trie = index.trie();
         let nodes = trie.nodes();
         let mut maps = SlotMaps::new(frames.len());
-        // Frontier nodes: (state before, byte, slot map, position).
-        let mut frontier_nodes: Vec<(StateId, u8, u32, u32)> = Vec::new();
-        // Escape nodes by (returning, inside) start slots; the last (slot map, escapes)
-        // seen and its group, since runs of nodes share them.
-        let mut escapes: Vec<((u64, u64), Vec<u32>)> = Vec::new();
-        let mut last_escape: Option<(u32, u64, usize)> = None;
+        let mut buffers = self.walk_buffers.take();
+        let WalkBuffers {
+            path,
+            frontier_nodes,
+            escape_keys,
+            escape_nodes,
+            frames: learn_frames,
+            other_frames: group_frames,
+            ranges: group_ranges,
+        } = &mut buffers;
+        // The last (slot map, escapes) seen and its escape group, since runs of nodes
+        // share them.
+        let mut last_escape: Option<(u32, u64, u32)> = None;
         // The state (and slot map to the start) after each depth of the current path, and
         // the character begun there when the path is inside one in a state where every
         // character past ASCII loops (walked by UTF-8 validity alone, see below).
-        let mut path: Vec<(StateId, u32, Partial)> =
-            vec![match self.uniform_character_start(state, frames) {
-                Some((completed, partial)) => (completed, 0, partial),
-                None => (state, 0, Partial::NONE),
-            }];
-        let mut learn_frames = Vec::new();
+        path.push(match self.uniform_character_start(state, frames) {
+            Some((completed, partial)) => (completed, 0, partial),
+            None => (state, 0, Partial::NONE),
+        });
         for &TrieRange {
             first,
             end,
@@ -254,7 +277,7 @@ impl Matcher {
                                 learn_frames.extend(
                                     maps.get(map).iter().map(|&slot| frames[slot as usize]),
                                 );
-                                self.loops_on(parent, &learn_frames, 1 << 127)
+                                self.loops_on(parent, learn_frames, 1 << 127)
                             }
                         });
                 if by_validity {
@@ -275,7 +298,7 @@ impl Matcher {
                 if transition == UNKNOWN || transition == NOT_CACHEABLE {
                     learn_frames.clear();
                     learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                    transition = self.learn_inner_transition(parent, &learn_frames, node.byte);
+                    transition = self.learn_inner_transition(parent, learn_frames, node.byte);
                 }
                 let leaves = match transition {
                     DEAD => {
@@ -310,18 +333,19 @@ impl Matcher {
                                     .fold(0u64, |start, slot| start | 1 << slots[slot])
                             };
                             let key = (to_start(step.escapes), to_start(u64::MAX));
-                            let group = match escapes.iter().position(|(known, _)| *known == key) {
+                            let group = match escape_keys.iter().position(|known| *known == key)
+                            {
                                 Some(group) => group,
                                 None => {
-                                    escapes.push((key, Vec::new()));
-                                    escapes.len() - 1
+                                    escape_keys.push(key);
+                                    escape_keys.len() - 1
                                 }
-                            };
+                            } as u32;
                             last_escape = Some((map, step.escapes, group));
                             group
                         }
                     };
-                    escapes[group].1.push(position as u32);
+                    escape_nodes.push((group, position as u32));
                 }
                 if step.target_viable {
                     set_tokens(words, trie.tokens_at(node));
@@ -337,7 +361,7 @@ impl Matcher {
                 if node.subtree_len >= BULK_MIN_SUBTREE {
                     learn_frames.clear();
                     learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
-                    if let Some(tokens) = self.taken_whole(trie, position, target, &learn_frames) {
+                    if let Some(tokens) = self.taken_whole(trie, position, target, learn_frames) {
                         set_tokens(words, tokens);
                         position += node.subtree_len as usize;
                         continue;
@@ -347,25 +371,13 @@ impl Matcher {
                 position += 1;
             }
         }
-        // Grouped by (state, byte, slot map), nodes in trie order.
+        // Frontier nodes grouped by (state, byte, slot map), escape nodes by group: each
+        // in trie order.
         frontier_nodes.sort_unstable();
+        escape_nodes.sort_unstable();
         let frontier_runs = frontier_nodes.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2);
-        let mut escapes: Vec<EscapeGroup> = escapes
-            .into_iter()
-            .map(|((returning, inside), escape_nodes)| {
-                // Tokens of a remembered group are applied at every mask: packed as words
-                // when many; a group used once keeps the ids it found.
-                EscapeGroup::new(returning, inside, &escape_nodes, trie, |ids| {
-                    if record_frontier {
-                        WalkTokens::from_ids(ids, words.len())
-                    } else {
-                        WalkTokens::Ids(ids.into_boxed_slice())
-                    }
-                })
-            })
-            .collect();
-        escapes.sort_by_key(|group| (group.returning, group.inside));
-        if record_frontier {
+        let escape_runs = escape_nodes.chunk_by(|a, b| a.0 == b.0);
+        let result = if record_frontier {
             let frontier = frontier_runs
                 .map(|run| {
                     let (state, byte, map, _) = run[0];
@@ -377,26 +389,33 @@ impl Matcher {
                     }
                 })
                 .collect();
+            let mut escapes: Vec<EscapeGroup> = escape_runs
+                .map(|run| {
+                    let (returning, inside) = escape_keys[run[0].0 as usize];
+                    let run_nodes = run.iter().map(|&(_, position)| position);
+                    EscapeGroup::new(returning, inside, run_nodes, trie, words.len())
+                })
+                .collect();
+            escapes.sort_by_key(|group| (group.returning, group.inside));
             (frontier, escapes)
         } else {
-            let mut group_frames = Vec::new();
-            let mut ranges = Vec::new();
             for run in frontier_runs {
                 let (state, byte, map, _) = run[0];
                 group_frames.clear();
                 group_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                let nodes = run.iter().map(|&(.., position)| position);
-                self.walk_frontier_group(
-                    index,
-                    words,
-                    (state, &group_frames, byte),
-                    nodes,
-                    &mut ranges,
-                );
+                let run_nodes = run.iter().map(|&(.., position)| position);
+                let step = (state, &group_frames[..], byte);
+                self.walk_frontier_group(index, words, step, run_nodes, group_ranges);
             }
-            self.resolve_escapes(index, words, frames, &escapes);
+            for run in escape_runs {
+                let (returning, inside) = escape_keys[run[0].0 as usize];
+                let run_nodes = EscapeNodes::Found(run);
+                self.walk_escape(index, words, frames, (returning, inside), run_nodes);
+            }
             (Vec::new(), Vec::new())
-        }
+        };
+        self.walk_buffers.give_back(buffers);
+        result
     }
 
     /// Walks on below the nodes of escape groups: from the step where the group's frames
@@ -410,43 +429,90 @@ impl Matcher {
         frames: &[u32],
         groups: &[EscapeGroup],
     ) {
-        let pick = |bits: u64| -> Vec<u32> {
-            (0..frames.len())
-                .filter(|&slot| bits >> slot & 1 == 1)
-                .map(|slot| frames[slot])
-                .collect()
-        };
-        let mut return_frames = Vec::new();
-        let mut ranges = Vec::new();
         for group in groups {
-            if !self.push_return_step(&pick(group.returning), &pick(group.inside)) {
-                continue;
-            }
-            if self.is_viable() {
-                group.tokens.apply(words);
-            }
+            let slots = (group.returning, group.inside);
+            self.walk_escape(index, words, frames, slots, EscapeNodes::Remembered(group));
+        }
+    }
+
+    /// One escape group (see [`Matcher::resolve_escapes`]): `returning` and `inside` are
+    /// slots of the walk's start, standing for `frames`.
+    fn walk_escape(
+        &mut self,
+        index: &VocabularyIndex,
+        words: &mut [u32],
+        frames: &[u32],
+        (returning, inside): (u64, u64),
+        escape: EscapeNodes<'_>,
+    ) {
+        let trie = index.trie();
+        let mut buffers = self.walk_buffers.take();
+        let pick = |bits: u64, picked: &mut Vec<u32>| {
+            picked.extend(
+                (0..frames.len())
+                    .filter(|&slot| bits >> slot & 1 == 1)
+                    .map(|slot| frames[slot]),
+            );
+        };
+        pick(returning, &mut buffers.frames);
+        pick(inside, &mut buffers.other_frames);
+        if self.push_return_step(&buffers.frames, &buffers.other_frames) {
+            let viable = self.is_viable();
             // Each child (with its subtree) from the callers' step, skipping the bytes a
             // cached step refuses.
-            let state = self.current_state(&mut return_frames);
-            ranges.clear();
-            for (byte, children) in group.children_by_byte() {
-                if state.is_none_or(|state| self.step_cache().transition(state, byte) != DEAD) {
-                    ranges.extend(
-                        children
-                            .iter()
-                            .map(|&child| TrieRange::with(index.trie(), child as usize)),
-                    );
+            let state = self.current_state(&mut buffers.frames);
+            let live = |byte: u8| {
+                state.is_none_or(|state| self.step_cache().transition(state, byte) != DEAD)
+            };
+            match escape {
+                EscapeNodes::Remembered(group) => {
+                    if viable {
+                        group.tokens.apply(words);
+                    }
+                    for (byte, children) in group.children_by_byte() {
+                        if live(byte) {
+                            buffers.ranges.extend(
+                                children
+                                    .iter()
+                                    .map(|&child| TrieRange::with(trie, child as usize)),
+                            );
+                        }
+                    }
+                }
+                EscapeNodes::Found(nodes) => {
+                    for &(_, position) in nodes {
+                        let position = position as usize;
+                        let node = &trie.nodes()[position];
+                        if viable {
+                            set_tokens(words, trie.tokens_at(node));
+                        }
+                        let mut child = position + 1;
+                        while child < position + node.subtree_len as usize {
+                            if live(trie.nodes()[child].byte) {
+                                buffers.ranges.push(TrieRange::with(trie, child));
+                            }
+                            child += trie.nodes()[child].subtree_len as usize;
+                        }
+                    }
                 }
             }
             match state {
-                Some(state) if !ranges.is_empty() => grail_syntax::stack::deep(|| {
-                    self.table_walk(index, words, state, &return_frames, &ranges, false);
+                Some(state) if !buffers.ranges.is_empty() => grail_syntax::stack::deep(|| {
+                    self.table_walk(index, words, state, &buffers.frames, &buffers.ranges, false);
                 }),
-                _ => self.walk_ranges(index, words, &ranges),
+                _ => self.walk_ranges(index, words, &buffers.ranges),
             }
             self.rollback(1);
         }
+        self.walk_buffers.give_back(buffers);
     }
+}
+
+/// The nodes of an escape group: remembered with a walk, or just found by one.
+enum EscapeNodes<'a> {
+    Remembered(&'a EscapeGroup),
+    /// (group, position) pairs.
+    Found(&'a [(u32, u32)]),
 }
 
 /// Sets the bits of `ids` in a mask's words.

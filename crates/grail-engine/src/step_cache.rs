@@ -207,23 +207,23 @@ pub(crate) struct EscapeGroup {
 
 impl EscapeGroup {
     /// The group of escape `nodes` (positions in `trie`, in walk order), with their
-    /// tokens gathered (kept as `pack` makes them) and their children sorted by byte (a
-    /// counting sort: groups can hold tens of thousands of nodes).
+    /// tokens gathered (for masks of `mask_words` words) and their children sorted by
+    /// byte (a counting sort: groups can hold tens of thousands of nodes).
     pub(crate) fn new(
         returning: u64,
         inside: u64,
-        nodes: &[u32],
+        nodes: impl Iterator<Item = u32> + Clone,
         trie: &grail_vocab::TokenTrie,
-        pack: impl FnOnce(Vec<u32>) -> WalkTokens,
+        mask_words: usize,
     ) -> EscapeGroup {
         let trie_nodes = trie.nodes();
         let ids = nodes
-            .iter()
-            .flat_map(|&position| trie.tokens_at(&trie_nodes[position as usize]))
+            .clone()
+            .flat_map(|position| trie.tokens_at(&trie_nodes[position as usize]))
             .copied()
             .collect();
         let each_child = |visit: &mut dyn FnMut(usize)| {
-            for &position in nodes {
+            for position in nodes.clone() {
                 let position = position as usize;
                 let end = position + trie_nodes[position].subtree_len as usize;
                 let mut child = position + 1;
@@ -264,7 +264,7 @@ impl EscapeGroup {
         EscapeGroup {
             returning,
             inside,
-            tokens: pack(ids),
+            tokens: WalkTokens::from_ids(ids, mask_words),
             children,
             child_runs,
         }
