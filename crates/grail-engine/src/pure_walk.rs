@@ -69,6 +69,39 @@ impl TrieRange {
 /// (smaller ones are cheaper to walk than to check).
 const BULK_MIN_SUBTREE: u32 = 16;
 
+/// A state is checked for whole subtrees at its first this many big subtrees in a walk,
+/// and after that while at least one check in `BULK_MIN_HIT_RATE` succeeds, else at one
+/// big subtree in `BULK_PROBE_EVERY` (so a state whose odds change with the part of the
+/// trie gets back to checking): in states where tokens mix bytes that loop with bytes
+/// that do not (code), checks almost always fail, and each costs a cache miss on the
+/// trie's bytes-below table.
+const BULK_TRIAL_CHECKS: u32 = 32;
+const BULK_MIN_HIT_RATE: u32 = 16;
+const BULK_PROBE_EVERY: u32 = 8;
+
+/// Whole-subtree checks of one state in one walk.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct BulkOdds {
+    checks: u32,
+    hits: u32,
+    skipped: u32,
+}
+
+impl BulkOdds {
+    /// Whether to check the next big subtree (counted as a check, or as skipped).
+    fn check_next(&mut self) -> bool {
+        let check = self.checks < BULK_TRIAL_CHECKS
+            || self.hits * BULK_MIN_HIT_RATE >= self.checks
+            || self.skipped % BULK_PROBE_EVERY == BULK_PROBE_EVERY - 1;
+        if check {
+            self.checks += 1;
+        } else {
+            self.skipped += 1;
+        }
+        check
+    }
+}
+
 /// Slot maps met along trie paths (for each slot of a state, a slot of the walk's start),
 /// interned so paths share them, with their compositions remembered. Map 0 is the
 /// identity (most walks never meet another, and then allocate nothing).
@@ -241,6 +274,7 @@ impl Matcher {
             frames: learn_frames,
             other_frames: group_frames,
             ranges: group_ranges,
+            bulk_odds,
         } = &mut buffers;
         // The last (slot map, escapes) seen and its escape group, since runs of nodes
         // share them.
@@ -359,12 +393,17 @@ impl Matcher {
                 // A big subtree whose bytes all loop on the target: every token in it is
                 // accepted, without visiting its nodes.
                 if node.subtree_len >= BULK_MIN_SUBTREE {
-                    learn_frames.clear();
-                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
-                    if let Some(tokens) = self.taken_whole(trie, position, target, learn_frames) {
-                        set_tokens(words, tokens);
-                        position += node.subtree_len as usize;
-                        continue;
+                    if bulk_odds.entry(target).or_default().check_next() {
+                        learn_frames.clear();
+                        learn_frames
+                            .extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                        if let Some(tokens) = self.taken_whole(trie, position, target, learn_frames)
+                        {
+                            bulk_odds.entry(target).or_default().hits += 1;
+                            set_tokens(words, tokens);
+                            position += node.subtree_len as usize;
+                            continue;
+                        }
                     }
                 }
                 path.push((target, child, Partial::NONE));

@@ -6,7 +6,7 @@
 //! keeps them in a pool: walks nest (one level per rule call or return met along a
 //! token), and each level takes its own buffers and gives them back.
 
-use crate::pure_walk::TrieRange;
+use crate::pure_walk::{BulkOdds, TrieRange};
 use crate::step_cache::StateId;
 use crate::utf8::Partial;
 
@@ -27,6 +27,8 @@ pub(crate) struct WalkBuffers {
     pub(crate) other_frames: Vec<u32>,
     /// Trie ranges to walk on from one step.
     pub(crate) ranges: Vec<TrieRange>,
+    /// For each state met, (checks, hits) of whole-subtree taking so far in the walk.
+    pub(crate) bulk_odds: rustc_hash::FxHashMap<StateId, BulkOdds>,
 }
 
 /// Buffers of walks not running now. A clone starts empty (a fork needs no copies).
@@ -50,6 +52,7 @@ impl WalkBufferPool {
         buffers.frames.clear();
         buffers.other_frames.clear();
         buffers.ranges.clear();
+        buffers.bulk_odds.clear();
         buffers
     }
 
