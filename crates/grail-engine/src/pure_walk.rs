@@ -367,8 +367,7 @@ impl Matcher {
                                     .fold(0u64, |start, slot| start | 1 << slots[slot])
                             };
                             let key = (to_start(step.escapes), to_start(u64::MAX));
-                            let group = match escape_keys.iter().position(|known| *known == key)
-                            {
+                            let group = match escape_keys.iter().position(|known| *known == key) {
                                 Some(group) => group,
                                 None => {
                                     escape_keys.push(key);
@@ -392,18 +391,16 @@ impl Matcher {
                 };
                 // A big subtree whose bytes all loop on the target: every token in it is
                 // accepted, without visiting its nodes.
-                if node.subtree_len >= BULK_MIN_SUBTREE {
-                    if bulk_odds.entry(target).or_default().check_next() {
-                        learn_frames.clear();
-                        learn_frames
-                            .extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
-                        if let Some(tokens) = self.taken_whole(trie, position, target, learn_frames)
-                        {
-                            bulk_odds.entry(target).or_default().hits += 1;
-                            set_tokens(words, tokens);
-                            position += node.subtree_len as usize;
-                            continue;
-                        }
+                if node.subtree_len >= BULK_MIN_SUBTREE
+                    && bulk_odds.entry(target).or_default().check_next()
+                {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                    if let Some(tokens) = self.taken_whole(trie, position, target, learn_frames) {
+                        bulk_odds.entry(target).or_default().hits += 1;
+                        set_tokens(words, tokens);
+                        position += node.subtree_len as usize;
+                        continue;
                     }
                 }
                 path.push((target, child, Partial::NONE));
