@@ -28,8 +28,8 @@ pub struct TokenTrie {
     /// `token_offsets[i]`: tokens ending at nodes before `i` (one entry past the end), so a
     /// subtree's tokens are one range of `token_ids`.
     token_offsets: Vec<u32>,
-    /// For each node, the bytes on the edges below it (see [`byte_bit`]).
-    bytes_below: Vec<u128>,
+    /// The bytes on the edges below big subtrees' roots (see [`TokenTrie::bytes_below`]).
+    bytes_below: BytesBelow,
     /// For each node, whether every path below it is valid UTF-8 (a prefix of it) when
     /// the node ends between characters (bit per node).
     valid_below: Vec<u64>,
@@ -40,6 +40,53 @@ pub struct TokenTrie {
     /// many of them end at nodes before it (one entry past the end).
     ascii_token_ids: Vec<u32>,
     ascii_offsets: Vec<u32>,
+}
+
+/// Subtrees with at least this many nodes keep the bytes below their root in a table; for
+/// smaller ones they are gathered when asked (from at most this many adjacent nodes).
+/// Walks ask for big subtrees' bytes, so the table is about a twentieth of the nodes and
+/// stays in cache.
+const BYTES_BELOW_KEPT_FROM: u32 = 16;
+
+/// The bytes below the roots of big subtrees, by rank among them.
+#[derive(Debug, Clone)]
+struct BytesBelow {
+    /// Bit per node: whether its subtree is big (kept).
+    kept: Vec<u64>,
+    /// For each block of 64 nodes, the kept nodes before it.
+    kept_before: Vec<u32>,
+    /// Bytes below each kept node, in node order.
+    bytes: Vec<u128>,
+}
+
+impl BytesBelow {
+    /// Keeps the entries of `all` (bytes below each node) for nodes with big subtrees.
+    fn new(nodes: &[TrieNode], all: &[u128]) -> BytesBelow {
+        let mut kept = vec![0u64; nodes.len().div_ceil(64)];
+        let mut kept_before = Vec::with_capacity(kept.len());
+        let mut bytes = Vec::new();
+        for (index, node) in nodes.iter().enumerate() {
+            if index % 64 == 0 {
+                kept_before.push(bytes.len() as u32);
+            }
+            if node.subtree_len >= BYTES_BELOW_KEPT_FROM {
+                kept[index / 64] |= 1 << (index % 64);
+                bytes.push(all[index]);
+            }
+        }
+        BytesBelow {
+            kept,
+            kept_before,
+            bytes,
+        }
+    }
+
+    /// The entry of the kept node at `position`.
+    #[inline]
+    fn get(&self, position: usize) -> u128 {
+        let block = self.kept[position / 64] & ((1u64 << (position % 64)) - 1);
+        self.bytes[self.kept_before[position / 64] as usize + block.count_ones() as usize]
+    }
 }
 
 /// The bit standing for `byte` in [`TokenTrie::bytes_below`]: its own bit for ASCII
@@ -194,6 +241,7 @@ impl TokenTrie {
             }
             bytes_below[index] = below;
         }
+        let bytes_below = BytesBelow::new(&nodes, &bytes_below);
         let valid_below = valid_utf8_below(&nodes);
         let mut ascii_path = vec![0u64; nodes.len().div_ceil(64)];
         let mut ascii_token_ids = Vec::new();
@@ -240,7 +288,14 @@ impl TokenTrie {
     /// The bytes on the edges below the node at `position` (see [`byte_bit`]).
     #[inline]
     pub fn bytes_below(&self, position: usize) -> u128 {
-        self.bytes_below[position]
+        let node = &self.nodes[position];
+        if node.subtree_len >= BYTES_BELOW_KEPT_FROM {
+            return self.bytes_below.get(position);
+        }
+        let end = position + node.subtree_len as usize;
+        self.nodes[position + 1..end]
+            .iter()
+            .fold(0, |below, child| below | byte_bit(child.byte))
     }
 
     /// True when the bytes below `position` (every token below it, minus the bytes down to
@@ -359,6 +414,35 @@ mod tests {
         assert_eq!(ascii_under_a, vec![0, 1, 4, 5]);
         let e_lead = node_at(&trie, 2, 0xC3);
         assert!(!trie.ascii_path(e_lead));
+    }
+
+    #[test]
+    fn bytes_below_big_and_small_subtrees_match_their_nodes() {
+        // Subtrees of every size around the size from which the bytes below are kept in
+        // a table (the root's, "k"'s and "kA"'s are big, the others small).
+        let texts: Vec<Vec<u8>> = (0u8..40)
+            .flat_map(|i| {
+                [
+                    vec![b'k', b'a' + i % 26, b'0' + i % 10],
+                    vec![b'k', b'A' + i % 7, 0x7F, 0xC3 + i % 2],
+                    vec![b'q', b'!' + i % 3],
+                    vec![b'k', b'A', b'a' + i % 26],
+                ]
+            })
+            .collect();
+        let text_slices: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+        let trie = trie_of(&text_slices);
+        let nodes = trie.nodes();
+        let mut kept = 0;
+        for (position, node) in nodes.iter().enumerate() {
+            let end = position + node.subtree_len as usize;
+            let expected = nodes[position + 1..end]
+                .iter()
+                .fold(0, |below, child| below | byte_bit(child.byte));
+            assert_eq!(trie.bytes_below(position), expected, "node {position}");
+            kept += usize::from(node.subtree_len >= BYTES_BELOW_KEPT_FROM);
+        }
+        assert!(kept >= 3 && kept < nodes.len(), "{kept} of {} kept", nodes.len());
     }
 
     #[test]
