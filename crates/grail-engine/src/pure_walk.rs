@@ -334,61 +334,74 @@ impl Matcher {
                     learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
                     transition = self.learn_inner_transition(parent, learn_frames, node.byte);
                 }
-                let leaves = match transition {
-                    DEAD => {
-                        position += node.subtree_len as usize;
-                        continue;
-                    }
-                    NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => true,
-                    // Rule calls make frames, which only real steps have.
-                    result => self.step_cache().result(result).new_frames > 0,
-                };
-                if leaves {
-                    frontier_nodes.push((parent, node.byte, map, position as u32));
+                if transition == DEAD {
                     position += node.subtree_len as usize;
                     continue;
                 }
-                let step = self.step_cache().result(transition);
-                let target = step.target;
-                if step.escapes != 0 {
-                    // Frames returned to callers outside the state: the walk also goes on
-                    // from those callers, below this node (see `resolve_escapes`).
-                    let group = match last_escape {
-                        Some((last_map, last_bits, group))
-                            if last_map == map && last_bits == step.escapes =>
-                        {
-                            group
+                // Most transitions are plain (see `TransitionSummary`): their summary, in a
+                // dense table, is all the walk needs.
+                let plain = match transition {
+                    NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => None,
+                    result => Some(self.step_cache().summary(result)).filter(|s| s.is_plain()),
+                };
+                let (target, target_viable, child) = match plain {
+                    Some(summary) => (summary.target(), summary.target_viable(), map),
+                    None => {
+                        let leaves = match transition {
+                            NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => true,
+                            // Rule calls make frames, which only real steps have.
+                            result => self.step_cache().result(result).new_frames > 0,
+                        };
+                        if leaves {
+                            frontier_nodes.push((parent, node.byte, map, position as u32));
+                            position += node.subtree_len as usize;
+                            continue;
                         }
-                        _ => {
-                            let slots = maps.get(map);
-                            let to_start = |bits: u64| {
-                                (0..slots.len())
-                                    .filter(|&slot| bits >> slot & 1 == 1)
-                                    .fold(0u64, |start, slot| start | 1 << slots[slot])
-                            };
-                            let key = (to_start(step.escapes), to_start(u64::MAX));
-                            let group = match escape_keys.iter().position(|known| *known == key) {
-                                Some(group) => group,
-                                None => {
-                                    escape_keys.push(key);
-                                    escape_keys.len() - 1
+                        let step = self.step_cache().result(transition);
+                        if step.escapes != 0 {
+                            // Frames returned to callers outside the state: the walk also
+                            // goes on from those callers, below this node (see
+                            // `resolve_escapes`).
+                            let group = match last_escape {
+                                Some((last_map, last_bits, group))
+                                    if last_map == map && last_bits == step.escapes =>
+                                {
+                                    group
                                 }
-                            } as u32;
-                            last_escape = Some((map, step.escapes, group));
-                            group
+                                _ => {
+                                    let slots = maps.get(map);
+                                    let to_start = |bits: u64| {
+                                        (0..slots.len())
+                                            .filter(|&slot| bits >> slot & 1 == 1)
+                                            .fold(0u64, |start, slot| start | 1 << slots[slot])
+                                    };
+                                    let key = (to_start(step.escapes), to_start(u64::MAX));
+                                    let known = escape_keys.iter().position(|known| *known == key);
+                                    let group = match known {
+                                        Some(group) => group,
+                                        None => {
+                                            escape_keys.push(key);
+                                            escape_keys.len() - 1
+                                        }
+                                    } as u32;
+                                    last_escape = Some((map, step.escapes, group));
+                                    group
+                                }
+                            };
+                            escape_nodes.push((group, position as u32));
                         }
-                    };
-                    escape_nodes.push((group, position as u32));
-                }
-                if step.target_viable {
+                        let step = self.step_cache().result(transition);
+                        let child = if step.keeps_slots {
+                            map
+                        } else {
+                            maps.compose(map, transition, &step.slot_map)
+                        };
+                        (step.target, step.target_viable, child)
+                    }
+                };
+                if target_viable {
                     set_tokens(words, trie.tokens_at(node));
                 }
-                let step = self.step_cache().result(transition);
-                let child = if step.keeps_slots {
-                    map
-                } else {
-                    maps.compose(map, transition, &step.slot_map)
-                };
                 // A big subtree whose bytes all loop on the target: every token in it is
                 // accepted, without visiting its nodes.
                 if node.subtree_len >= BULK_MIN_SUBTREE

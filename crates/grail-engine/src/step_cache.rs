@@ -94,6 +94,43 @@ pub(crate) struct Transition {
     pub(crate) new_links: Box<[(u8, NodeId, u8)]>,
 }
 
+/// What walks need of most transitions, packed: the target (low bits), whether it is
+/// viable, and whether the transition is plain — it creates no frame, keeps every slot in
+/// place and returns to no caller outside the state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TransitionSummary(u32);
+
+impl TransitionSummary {
+    const PLAIN: u32 = 1 << 31;
+    const VIABLE: u32 = 1 << 30;
+
+    fn of(transition: &Transition) -> TransitionSummary {
+        let plain = transition.new_frames == 0 && transition.keeps_slots && transition.escapes == 0;
+        TransitionSummary(
+            transition.target
+                | if plain { Self::PLAIN } else { 0 }
+                | if transition.target_viable {
+                    Self::VIABLE
+                } else {
+                    0
+                },
+        )
+    }
+
+    /// No new frame, every slot in place, no return to a caller outside.
+    pub(crate) fn is_plain(self) -> bool {
+        self.0 & Self::PLAIN != 0
+    }
+
+    pub(crate) fn target(self) -> StateId {
+        self.0 & !(Self::PLAIN | Self::VIABLE)
+    }
+
+    pub(crate) fn target_viable(self) -> bool {
+        self.0 & Self::VIABLE != 0
+    }
+}
+
 /// The walk of the token trie from one state, as far as it stays inside pure
 /// transitions: the tokens it accepts there, and where it had to stop.
 #[derive(Debug)]
@@ -300,6 +337,8 @@ pub(crate) struct StepCache {
     /// Per state and byte: a marker, or an index into `results`.
     transitions: Vec<u32>,
     results: Vec<Transition>,
+    /// The summary of each of `results`, dense so walks stay in cache.
+    summaries: Vec<TransitionSummary>,
     /// Remembered walks by start state and trie range (first and end node).
     walks: FxHashMap<(StateId, u32, u32), std::sync::Arc<PureWalk>>,
     walk_bytes: usize,
@@ -356,6 +395,11 @@ impl StepCache {
         &self.results[index as usize]
     }
 
+    /// The summary of a transition found by [`StepCache::transition`].
+    pub(crate) fn summary(&self, index: u32) -> TransitionSummary {
+        self.summaries[index as usize]
+    }
+
     /// Records a marker (`DEAD`, `NOT_CACHEABLE`) for a transition.
     pub(crate) fn record_marker(&mut self, state: StateId, byte: u8, marker: u32) {
         self.set_for_class(state, byte, marker);
@@ -390,6 +434,7 @@ impl StepCache {
     /// Records a cacheable transition.
     pub(crate) fn record(&mut self, state: StateId, byte: u8, transition: Transition) {
         let index = self.results.len() as u32;
+        self.summaries.push(TransitionSummary::of(&transition));
         self.results.push(transition);
         self.set_for_class(state, byte, index);
     }

@@ -442,7 +442,11 @@ mod tests {
             assert_eq!(trie.bytes_below(position), expected, "node {position}");
             kept += usize::from(node.subtree_len >= BYTES_BELOW_KEPT_FROM);
         }
-        assert!(kept >= 3 && kept < nodes.len(), "{kept} of {} kept", nodes.len());
+        assert!(
+            kept >= 3 && kept < nodes.len(),
+            "{kept} of {} kept",
+            nodes.len()
+        );
     }
 
     #[test]
