@@ -214,24 +214,30 @@ impl Matcher {
         words: &mut [u32],
         ranges: &[TrieRange],
     ) {
-        let mut frames = Vec::new();
-        let state = self.current_state(&mut frames);
         let min = remembered_walk_min(index);
-        let mut small = Vec::new();
-        for &range in ranges {
-            if state.is_none() || range.len() >= min {
-                self.walk_subtree(index, words, range);
-            } else {
-                small.push(range);
+        let mut buffers = self.walk_buffers.take();
+        let state = self.current_state(&mut buffers.frames);
+        let small: &[TrieRange] = match state {
+            Some(_) if ranges.iter().all(|range| range.len() < min) => ranges,
+            _ => {
+                for &range in ranges {
+                    if state.is_none() || range.len() >= min {
+                        self.walk_subtree(index, words, range);
+                    } else {
+                        buffers.ranges.push(range);
+                    }
+                }
+                &buffers.ranges
             }
-        }
+        };
         if let Some(state) = state
             && !small.is_empty()
         {
             grail_syntax::stack::deep(|| {
-                self.table_walk(index, words, state, &frames, &small, false);
+                self.table_walk(index, words, state, &buffers.frames, small, false);
             });
         }
+        self.walk_buffers.give_back(buffers);
     }
 
     fn walk_subtree_here(&mut self, index: &VocabularyIndex, words: &mut [u32], range: TrieRange) {
