@@ -374,13 +374,14 @@ impl StepCache {
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
         self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
-        self.transitions.extend((0..=255u8).map(|byte| {
-            if live[usize::from(byte / 64)] >> (byte % 64) & 1 == 1 {
-                UNKNOWN
-            } else {
-                DEAD
+        let row = self.transitions.len();
+        self.transitions.resize(row + 256, DEAD);
+        for (quarter, mut bits) in live.into_iter().enumerate() {
+            while bits != 0 {
+                self.transitions[row + quarter * 64 + bits.trailing_zeros() as usize] = UNKNOWN;
+                bits &= bits - 1;
             }
-        }));
+        }
         state
     }
 
