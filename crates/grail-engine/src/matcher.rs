@@ -849,6 +849,11 @@ impl Matcher {
             self.links.truncate(links_before);
             return Err(error);
         }
+        // Items in one order whatever the closure's order, so a step's state (and a
+        // mask's state key) depends on its items alone: an identifier's loop otherwise
+        // alternates between two orders of the same items, and walks see two states.
+        self.items[items_start..]
+            .sort_unstable_by_key(|item| (item.node, item.partial.to_bits(), item.frame));
         // Intern the new step as a cached state, and remember the transition when it
         // stayed inside the source state.
         let described = describe_step(
