@@ -324,6 +324,28 @@ impl Matcher {
                         Step::Incomplete(next) => next,
                     };
                     set_tokens(words, trie.tokens_at(node));
+                    // A big subtree that is valid UTF-8 from here and whose bytes all loop
+                    // on the state the characters come back to: taken whole.
+                    if node.subtree_len >= BULK_MIN_SUBTREE
+                        && bulk_odds.entry(parent).or_default().check_next()
+                    {
+                        let valid = match next.expected() {
+                            None => trie.valid_utf8_below(position),
+                            Some((remaining, low, high)) => {
+                                trie.valid_utf8_below_inside(position, remaining, low, high)
+                            }
+                        };
+                        learn_frames.clear();
+                        learn_frames
+                            .extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+                        if valid && self.loops_on(parent, learn_frames, trie.bytes_below(position))
+                        {
+                            bulk_odds.entry(parent).or_default().hits += 1;
+                            set_tokens(words, trie.subtree_tokens(position));
+                            position += node.subtree_len as usize;
+                            continue;
+                        }
+                    }
                     path.push((parent, map, next));
                     position += 1;
                     continue;

@@ -83,6 +83,16 @@ impl Partial {
         }
     }
 
+    /// For a character begun: the continuation bytes still expected and the range of the
+    /// next one.
+    pub(crate) fn expected(self) -> Option<(u8, u8, u8)> {
+        if self.is_none() {
+            return None;
+        }
+        let (low, high) = self.continuation_range();
+        Some(((self.length() - self.seen()) as u8, low, high))
+    }
+
     /// The bytes allowed next (Unicode Table 3-7): the second byte after E0, ED, F0 and F4
     /// is narrowed to rule out overlong forms, surrogates and values above U+10FFFF.
     fn continuation_range(self) -> (u8, u8) {

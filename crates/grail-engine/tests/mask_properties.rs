@@ -67,8 +67,8 @@ fn check_walk(grammar: &CompiledGrammar, seed: u64) -> Result<(), TestCaseError>
 }
 
 /// A vocabulary big enough for subtrees that walks take whole (every string of one to
-/// three units over quotes, backslash, letters, `é`, its halves, DEL and `世`'s first two
-/// bytes), with an end-of-generation token.
+/// three units over quotes, backslash, letters, `é`, its halves and DEL; `世`'s first two
+/// bytes; `世` followed by up to two of a, b, é), with an end-of-generation token.
 fn bulk_vocabulary() -> Arc<VocabularyIndex> {
     let units: [&[u8]; 8] = [
         b"a",
@@ -94,6 +94,17 @@ fn bulk_vocabulary() -> Arc<VocabularyIndex> {
         tokens.extend(layer.iter().cloned());
     }
     tokens.push("世".as_bytes()[..2].to_vec());
+    // `世` followed by up to two of a, b, é: a big subtree below `世`'s first byte that is
+    // valid UTF-8 from inside the character, so walks can take it whole there.
+    let tails = ["", "a", "b", "é"];
+    for first in tails {
+        for second in tails {
+            if first.is_empty() && !second.is_empty() {
+                continue;
+            }
+            tokens.push(format!("世{first}{second}").into_bytes());
+        }
+    }
     let mut kinds = vec![TokenKind::Text; tokens.len()];
     kinds[0] = TokenKind::Special;
     Arc::new(VocabularyIndex::new(Vocabulary::new(

@@ -31,8 +31,8 @@ pub struct TokenTrie {
     /// The bytes on the edges below big subtrees' roots (see [`TokenTrie::bytes_below`]).
     bytes_below: BytesBelow,
     /// For each node, whether every path below it is valid UTF-8 (a prefix of it) when
-    /// the node ends between characters (bit per node).
-    valid_below: Vec<u64>,
+    /// the node ends in each of the phases of `UTF8_PHASES` (bit per phase).
+    valid_below: Vec<u8>,
     /// For each node, whether the bytes from the root down to it are all ASCII (bit per
     /// node).
     ascii_path: Vec<u64>,
@@ -141,7 +141,7 @@ fn next_utf8_phase(phase: usize, byte: u8) -> Option<usize> {
 /// Per node (a bit each): every path below it is valid UTF-8 when the node ends at a
 /// character boundary. A reverse pass computes, per node and phase, whether the paths
 /// below stay valid when entered in that phase.
-fn valid_utf8_below(nodes: &[TrieNode]) -> Vec<u64> {
+fn valid_utf8_below(nodes: &[TrieNode]) -> Vec<u8> {
     // Bit `p` of `valid[n]`: the paths below `n` stay valid entered in phase `p`.
     let mut valid = vec![0u8; nodes.len()];
     for index in (0..nodes.len()).rev() {
@@ -159,15 +159,7 @@ fn valid_utf8_below(nodes: &[TrieNode]) -> Vec<u64> {
         }
         valid[index] = bits;
     }
-    let mut bits = vec![0u64; nodes.len().div_ceil(64)];
-    for (index, _) in valid
-        .iter()
-        .enumerate()
-        .filter(|(_, valid)| **valid & 1 == 1)
-    {
-        bits[index / 64] |= 1 << (index % 64);
-    }
-    bits
+    valid
 }
 
 impl TokenTrie {
@@ -303,7 +295,25 @@ impl TokenTrie {
     /// between characters. Strict: no overlongs, surrogates or values past U+10FFFF.
     #[inline]
     pub fn valid_utf8_below(&self, position: usize) -> bool {
-        self.valid_below[position / 64] >> (position % 64) & 1 == 1
+        self.valid_below[position] & 1 == 1
+    }
+
+    /// True when the bytes below `position` are valid UTF-8 (possibly ending inside a
+    /// character) provided `position` ends inside a character that still expects
+    /// `remaining` continuation bytes (1–3), the first in `low..=high` (as strict UTF-8
+    /// narrows it after E0, ED, F0 and F4). False for any other combination.
+    #[inline]
+    pub fn valid_utf8_below_inside(
+        &self,
+        position: usize,
+        remaining: u8,
+        low: u8,
+        high: u8,
+    ) -> bool {
+        UTF8_PHASES
+            .iter()
+            .position(|&phase| phase == (remaining, low, high))
+            .is_some_and(|phase| phase > 0 && self.valid_below[position] >> phase & 1 == 1)
     }
 
     /// True when the bytes from the root down to `position` are all ASCII.
@@ -462,5 +472,42 @@ mod tests {
         assert!(!trie.valid_utf8_below(at(b'z')));
         assert!(trie.valid_utf8_below(at(0xA9)));
         assert!(!trie.valid_utf8_below(0));
+    }
+
+    #[test]
+    fn validity_below_a_node_inside_a_character_depends_on_what_it_expects() {
+        // Below "p\xED" (expects one of 80..9F, then one more): "\x9F\xBF" and "\x80"
+        // are valid, so is the prefix; below "q\xED": "\xA0" would be a surrogate.
+        // Below "r\xC3": "\xA9" completes é, then "!" is ASCII.
+        let texts: [&[u8]; 6] = [
+            b"p\xED\x9F\xBF",
+            b"p\xED\x80",
+            b"q\xED\xA0",
+            b"r\xC3\xA9!",
+            b"r\xC3",
+            b"p\xED",
+        ];
+        let trie = trie_of(&texts);
+        let lead_below = |first: u8| {
+            let parent = node_at(&trie, 1, first);
+            parent
+                + 1
+                + trie.nodes()[parent + 1..]
+                    .iter()
+                    .position(|node| node.depth == 2)
+                    .unwrap()
+        };
+        let p = lead_below(b'p');
+        assert!(trie.valid_utf8_below_inside(p, 2, 0x80, 0x9F));
+        // The same bytes are not valid where one continuation byte ends the character:
+        // "\xBF" would then start one.
+        assert!(!trie.valid_utf8_below_inside(p, 1, 0x80, 0xBF));
+        let q = lead_below(b'q');
+        assert!(!trie.valid_utf8_below_inside(q, 2, 0x80, 0x9F));
+        assert!(trie.valid_utf8_below_inside(q, 2, 0x80, 0xBF));
+        let r = lead_below(b'r');
+        assert!(trie.valid_utf8_below_inside(r, 1, 0x80, 0xBF));
+        // Not a phase of strict UTF-8.
+        assert!(!trie.valid_utf8_below_inside(r, 1, 0x80, 0x9F));
     }
 }
