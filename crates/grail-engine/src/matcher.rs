@@ -25,7 +25,9 @@ use crate::mask_cache::MaskCache;
 use crate::step_cache::{
     DEAD, NEVER_CACHEABLE, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN,
 };
-use crate::step_description::{describe_step, frames_in_order, transition_template};
+use crate::step_description::{
+    describe_step, frames_in_order, own_renewal_slots, renewal_slots, transition_template,
+};
 use crate::utf8::{Partial, Step};
 use crate::walk_buffers::WalkBufferPool;
 
@@ -884,7 +886,24 @@ impl Matcher {
                 })
                 .flatten();
             match transition {
-                Some(transition) => cache.record(from, byte, transition),
+                Some(mut transition) => {
+                    if transition.new_frames > 0 {
+                        let source = self.steps.last().expect("a step precedes every step");
+                        let source_items =
+                            &self.items[source.items_start as usize..source.items_end as usize];
+                        transition.renewal = own_renewal_slots(&transition, from).or_else(|| {
+                            renewal_slots(
+                                &transition,
+                                source_items,
+                                &self.items[items_start..],
+                                &self.frames,
+                                &self.links,
+                                scratch,
+                            )
+                        });
+                    }
+                    cache.record(from, byte, transition)
+                }
                 None if scratch.inner_only => cache.record_marker(from, byte, NEVER_CACHEABLE),
                 None => cache.record_marker(from, byte, NOT_CACHEABLE),
             }

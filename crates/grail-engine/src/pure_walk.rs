@@ -375,7 +375,7 @@ impl Matcher {
                             // they only renew the state's own calls, see below).
                             result => {
                                 let step = self.step_cache().result(result);
-                                step.new_frames > 0 && !renews_calls(step, parent)
+                                step.new_frames > 0 && step.renewal.is_none()
                             }
                         };
                         if leaves {
@@ -417,11 +417,11 @@ impl Matcher {
                             escape_nodes.push((group, position as u32));
                         }
                         let step = self.step_cache().result(transition);
-                        let child = if step.keeps_slots || step.new_frames > 0 {
-                            // (A transition that renews calls stands for the same frames.)
-                            map
-                        } else {
-                            maps.compose(map, transition, &step.slot_map)
+                        let child = match &step.renewal {
+                            // Renewed frames stand for the frames they renew.
+                            Some(renewal) => maps.compose(map, transition, renewal),
+                            None if step.keeps_slots => map,
+                            None => maps.compose(map, transition, &step.slot_map),
                         };
                         (step.target, step.target_viable, child)
                     }
@@ -589,29 +589,6 @@ enum EscapeNodes<'a> {
     Remembered(&'a EscapeGroup),
     /// (group, position) pairs.
     Found(&'a [(u32, u32)]),
-}
-
-/// True when `step` (a transition from `source` that makes frames) only renews the
-/// source's calls: it goes back to `source`, every frame it keeps stays in its slot, its
-/// new frames take the slots of frames it drops, and their callers are kept or new
-/// frames. The new frames then have no callers outside the state, and the state being the
-/// same, slot for slot the same items, callers (in slots) and root flags as the dropped
-/// ones, which so have no callers outside either: the new frames stand for the dropped
-/// ones exactly (as a whitespace loop before a rule call predicts the call again at every
-/// byte), and a walk goes on as if the step made no frames.
-fn renews_calls(step: &crate::step_cache::Transition, source: StateId) -> bool {
-    let slots = step.slot_map.len();
-    let kept_in_place = |slot: usize| slot >= slots || usize::from(step.slot_map[slot]) == slot;
-    step.target == source
-        && step
-            .slot_map
-            .iter()
-            .enumerate()
-            .all(|(slot, &from)| usize::from(from) == slot || usize::from(from) >= slots)
-        && step
-            .new_links
-            .iter()
-            .all(|&(_, _, caller)| kept_in_place(usize::from(caller)))
 }
 
 /// Sets the bits of `ids` in a mask's words.

@@ -92,6 +92,10 @@ pub(crate) struct Transition {
     pub(crate) target_viable: bool,
     /// Caller links to add, in creation order: (new frame index, return node, caller slot).
     pub(crate) new_links: Box<[(u8, NodeId, u8)]>,
+    /// For a transition that makes frames only to renew frames it drops: for each target
+    /// slot, the source slot whose frame it stands for (see
+    /// `step_description::renewal_slots`); walks go on through it.
+    pub(crate) renewal: Option<Box<[u8]>>,
 }
 
 /// What walks need of most transitions, packed: the target (low bits), whether it is

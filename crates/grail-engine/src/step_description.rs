@@ -1,6 +1,7 @@
 //! Describing steps for the step cache: frame slots, state keys and transition
 //! templates (see `step_cache.rs` for what they are for).
 
+use crate::compile::NodeId;
 use crate::matcher::{Frame, Item, Link, NO_LINK, Scratch};
 use crate::step_cache::{OUTSIDE, StateId, Transition};
 
@@ -142,5 +143,140 @@ pub(crate) fn transition_template(
         slot_map,
         new_frames: new_frames as u8,
         new_links: new_links.into_boxed_slice(),
+        renewal: None,
     })
+}
+
+/// For a transition from `source` that makes frames and comes back to `source`, keeping
+/// every frame it keeps in its slot and putting new frames in the slots of frames it drops,
+/// with the new frames' callers kept frames or new frames: the identity, slot for slot.
+/// Same state, so slot for slot the same items, callers in slots and flags; what the new
+/// frames call through outside the slots (rules with no items of their own, between them
+/// and a kept frame) is predicted by the state's own items, as it was for the dropped
+/// ones. The common case: whitespace looping before a rule call in C.
+pub(crate) fn own_renewal_slots(transition: &Transition, source: StateId) -> Option<Box<[u8]>> {
+    let slots = transition.slot_map.len();
+    let kept_in_place =
+        |slot: usize| slot >= slots || usize::from(transition.slot_map[slot]) == slot;
+    let renews = transition.target == source
+        && transition
+            .slot_map
+            .iter()
+            .enumerate()
+            .all(|(slot, &from)| usize::from(from) == slot || usize::from(from) >= slots)
+        && transition
+            .new_links
+            .iter()
+            .all(|&(_, _, caller)| kept_in_place(usize::from(caller)));
+    renews.then(|| (0..slots as u8).collect())
+}
+
+/// For a transition that makes frames: when every new frame renews a frame of the source
+/// step that the transition drops (the same items, root and completed flags, and callers
+/// — kept frames, or new frames renewing their caller's counterpart), for each target
+/// slot the source slot whose frame it stands for. A whitespace loop before a rule call
+/// predicts the call again at every byte; walks then go on from the target as if the
+/// step made no frames, the renewed frames standing for the dropped ones (which have the
+/// same structure and, like the new ones, no callers outside the state).
+/// `source_items` are the source step's items, `target_items` the new step's.
+pub(crate) fn renewal_slots(
+    transition: &Transition,
+    source_items: &[Item],
+    target_items: &[Item],
+    frames: &[Frame],
+    links: &[Link],
+    scratch: &Scratch,
+) -> Option<Box<[u8]>> {
+    let source_frames = &scratch.source_frames;
+    let source_count = source_frames.len();
+    let kept: Vec<bool> = (0..source_count)
+        .map(|slot| {
+            transition
+                .slot_map
+                .iter()
+                .any(|&from| usize::from(from) == slot)
+        })
+        .collect();
+    let items_of = |items: &[Item], frame: u32| -> Vec<(NodeId, u32)> {
+        let mut of: Vec<(NodeId, u32)> = items
+            .iter()
+            .filter(|item| item.frame == frame)
+            .map(|item| (item.node, item.partial.to_bits()))
+            .collect();
+        of.sort_unstable();
+        of
+    };
+    let callers_of =
+        |frame: u32, slot_of: &dyn Fn(u32) -> Option<usize>| -> Option<Vec<(NodeId, usize)>> {
+            let mut callers = Vec::new();
+            let mut link = frames[frame as usize].callers;
+            while link != NO_LINK {
+                let caller = links[link as usize];
+                callers.push((caller.next, slot_of(caller.frame)?));
+                link = caller.older;
+            }
+            callers.sort_unstable();
+            Some(callers)
+        };
+    // For each new frame (in creation order, so callers come first): the dropped source
+    // slot it renews.
+    let new_slot_frames: Vec<(usize, u32)> = transition
+        .slot_map
+        .iter()
+        .enumerate()
+        .filter(|&(_, &from)| usize::from(from) >= source_count)
+        .map(|(slot, &from)| (usize::from(from) - source_count, scratch.slot_frames[slot]))
+        .collect();
+    if new_slot_frames.len() != usize::from(transition.new_frames) {
+        return None;
+    }
+    let mut renewed: Vec<Option<usize>> = vec![None; new_slot_frames.len()];
+    let mut taken = vec![false; source_count];
+    let mut order: Vec<usize> = (0..new_slot_frames.len()).collect();
+    order.sort_unstable_by_key(|&index| new_slot_frames[index].1);
+    for index in order {
+        let frame = new_slot_frames[index].1;
+        let new_slot_of = |caller: u32| -> Option<usize> {
+            if let Some(slot) = source_frames.iter().position(|&known| known == caller) {
+                return kept[slot].then_some(slot);
+            }
+            let caller_index = new_slot_frames
+                .iter()
+                .position(|&(_, known)| known == caller)?;
+            renewed[caller_index]
+        };
+        let callers = callers_of(frame, &new_slot_of)?;
+        let items = items_of(target_items, frame);
+        let record = frames[frame as usize];
+        let source_slot_of = |caller: u32| -> Option<usize> {
+            source_frames.iter().position(|&known| known == caller)
+        };
+        let found = (0..source_count).find(|&slot| {
+            let old = source_frames[slot];
+            let old_record = frames[old as usize];
+            !kept[slot]
+                && !taken[slot]
+                && old_record.is_root == record.is_root
+                && old_record.completed == record.completed
+                && items_of(source_items, old) == items
+                && callers_of(old, &source_slot_of).as_ref() == Some(&callers)
+        })?;
+        taken[found] = true;
+        renewed[index] = Some(found);
+    }
+    transition
+        .slot_map
+        .iter()
+        .map(|&from| {
+            let from = usize::from(from);
+            if from < source_count {
+                Some(from as u8)
+            } else {
+                let index = new_slot_frames
+                    .iter()
+                    .position(|&(new, _)| new == from - source_count)?;
+                renewed[index].map(|slot| slot as u8)
+            }
+        })
+        .collect()
 }
