@@ -189,80 +189,77 @@ pub(crate) fn renewal_slots(
 ) -> Option<Box<[u8]>> {
     let source_frames = &scratch.source_frames;
     let source_count = source_frames.len();
-    let kept: Vec<bool> = (0..source_count)
-        .map(|slot| {
-            transition
-                .slot_map
-                .iter()
-                .any(|&from| usize::from(from) == slot)
-        })
-        .collect();
-    let items_of = |items: &[Item], frame: u32| -> Vec<(NodeId, u32)> {
-        let mut of: Vec<(NodeId, u32)> = items
-            .iter()
-            .filter(|item| item.frame == frame)
-            .map(|item| (item.node, item.partial.to_bits()))
-            .collect();
-        of.sort_unstable();
-        of
-    };
-    let callers_of =
-        |frame: u32, slot_of: &dyn Fn(u32) -> Option<usize>| -> Option<Vec<(NodeId, usize)>> {
-            let mut callers = Vec::new();
-            let mut link = frames[frame as usize].callers;
-            while link != NO_LINK {
-                let caller = links[link as usize];
-                callers.push((caller.next, slot_of(caller.frame)?));
-                link = caller.older;
-            }
-            callers.sort_unstable();
-            Some(callers)
-        };
-    // For each new frame (in creation order, so callers come first): the dropped source
-    // slot it renews.
-    let new_slot_frames: Vec<(usize, u32)> = transition
+    // The new frames (their index among new frames, and frame), in creation order so that
+    // callers come before callees, and the source slots the transition drops.
+    let mut new_frames: Vec<(usize, u32)> = transition
         .slot_map
         .iter()
         .enumerate()
         .filter(|&(_, &from)| usize::from(from) >= source_count)
         .map(|(slot, &from)| (usize::from(from) - source_count, scratch.slot_frames[slot]))
         .collect();
-    if new_slot_frames.len() != usize::from(transition.new_frames) {
+    if new_frames.len() != usize::from(transition.new_frames) {
         return None;
     }
-    let mut renewed: Vec<Option<usize>> = vec![None; new_slot_frames.len()];
-    let mut taken = vec![false; source_count];
-    let mut order: Vec<usize> = (0..new_slot_frames.len()).collect();
-    order.sort_unstable_by_key(|&index| new_slot_frames[index].1);
-    for index in order {
-        let frame = new_slot_frames[index].1;
+    new_frames.sort_unstable_by_key(|&(_, frame)| frame);
+    let mut kept = vec![false; source_count];
+    for &from in transition.slot_map.iter() {
+        if usize::from(from) < source_count {
+            kept[usize::from(from)] = true;
+        }
+    }
+    let dropped: Vec<usize> = (0..source_count).filter(|&slot| !kept[slot]).collect();
+    if dropped.len() < new_frames.len() {
+        return None;
+    }
+    // A frame's signature: flags, callers (return node, source slot of the caller) and
+    // items (node, partial).
+    type Signature = (bool, bool, Vec<(NodeId, usize)>, Vec<(NodeId, u32)>);
+    let signature =
+        |frame: u32, items: &[Item], slot_of: &dyn Fn(u32) -> Option<usize>| -> Option<Signature> {
+            let record = frames[frame as usize];
+            let mut callers = Vec::new();
+            let mut link = record.callers;
+            while link != NO_LINK {
+                let caller = links[link as usize];
+                callers.push((caller.next, slot_of(caller.frame)?));
+                link = caller.older;
+            }
+            callers.sort_unstable();
+            let mut frame_items: Vec<(NodeId, u32)> = items
+                .iter()
+                .filter(|item| item.frame == frame)
+                .map(|item| (item.node, item.partial.to_bits()))
+                .collect();
+            frame_items.sort_unstable();
+            Some((record.is_root, record.completed, callers, frame_items))
+        };
+    let source_slot_of =
+        |caller: u32| -> Option<usize> { source_frames.iter().position(|&known| known == caller) };
+    // Dropped frames with callers outside the source's slots renew nothing.
+    let mut candidates: Vec<Option<(usize, Signature)>> = dropped
+        .iter()
+        .map(|&slot| {
+            signature(source_frames[slot], source_items, &source_slot_of).map(|found| (slot, found))
+        })
+        .collect();
+    let mut renewed: Vec<Option<usize>> = vec![None; new_frames.len()];
+    for position in 0..new_frames.len() {
+        let frame = new_frames[position].1;
         let new_slot_of = |caller: u32| -> Option<usize> {
             if let Some(slot) = source_frames.iter().position(|&known| known == caller) {
                 return kept[slot].then_some(slot);
             }
-            let caller_index = new_slot_frames
-                .iter()
-                .position(|&(_, known)| known == caller)?;
-            renewed[caller_index]
+            let caller_position = new_frames.iter().position(|&(_, known)| known == caller)?;
+            renewed[caller_position]
         };
-        let callers = callers_of(frame, &new_slot_of)?;
-        let items = items_of(target_items, frame);
-        let record = frames[frame as usize];
-        let source_slot_of = |caller: u32| -> Option<usize> {
-            source_frames.iter().position(|&known| known == caller)
-        };
-        let found = (0..source_count).find(|&slot| {
-            let old = source_frames[slot];
-            let old_record = frames[old as usize];
-            !kept[slot]
-                && !taken[slot]
-                && old_record.is_root == record.is_root
-                && old_record.completed == record.completed
-                && items_of(source_items, old) == items
-                && callers_of(old, &source_slot_of).as_ref() == Some(&callers)
-        })?;
-        taken[found] = true;
-        renewed[index] = Some(found);
+        let wanted = signature(frame, target_items, &new_slot_of)?;
+        let found = candidates
+            .iter_mut()
+            .find(|candidate| matches!(candidate, Some((_, known)) if *known == wanted))?
+            .take()
+            .map(|(slot, _)| slot)?;
+        renewed[position] = Some(found);
     }
     transition
         .slot_map
@@ -272,10 +269,10 @@ pub(crate) fn renewal_slots(
             if from < source_count {
                 Some(from as u8)
             } else {
-                let index = new_slot_frames
+                let position = new_frames
                     .iter()
-                    .position(|&(new, _)| new == from - source_count)?;
-                renewed[index].map(|slot| slot as u8)
+                    .position(|&(index, _)| index == from - source_count)?;
+                renewed[position].map(|slot| slot as u8)
             }
         })
         .collect()
