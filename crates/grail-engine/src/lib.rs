@@ -36,6 +36,7 @@ mod step_cache;
 mod step_description;
 mod utf8;
 mod walk_buffers;
+mod walk_escapes;
 mod walk_loops;
 
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};

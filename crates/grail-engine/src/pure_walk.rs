@@ -3,13 +3,13 @@
 //! From a step-cache state, walking the trie needs the DFA table, not matcher steps: one
 //! lookup per node (`table_walk`), whole subtrees at once where every byte below loops,
 //! characters past ASCII by UTF-8 validity where every such character loops. Where a byte
-//! calls a rule (new frames) the walk records a frontier node; where frames of the state
-//! return to callers outside it, an escape node. What depends on the state alone is
-//! remembered per state and trie range (`walk_remembered`); a mask then costs a bitmask
-//! OR, one real step per frontier group (with the walk behind it), and one return step per
-//! escape group with one lookup per distinct next byte (`resolve_escapes`). Slot maps
-//! follow each path, so recorded groups know which of the start's frames their state's
-//! slots stand for.
+//! calls a rule (new frames that do not just renew the state's calls) the walk records a
+//! frontier node; where frames of the state return to callers outside it, an escape node.
+//! What depends on the state alone is remembered per state and trie range
+//! (`walk_remembered`); a mask then costs a bitmask OR, one real step per frontier group
+//! (with the walk behind it), and one return step per escape group with one lookup per
+//! distinct next byte (`walk_escapes.rs`). Slot maps follow each path, so recorded groups
+//! know which of the start's frames their state's slots stand for.
 
 use std::sync::Arc;
 
@@ -22,6 +22,7 @@ use crate::step_cache::{
 };
 use crate::utf8::{Partial, Step};
 use crate::walk_buffers::WalkBuffers;
+use crate::walk_escapes::EscapeNodes;
 
 /// A range of trie nodes to walk, `first..end` in the node array (a subtree's
 /// descendants, a child with its subtree, or the whole trie), from a state at trie depth
@@ -493,102 +494,6 @@ impl Matcher {
         self.walk_buffers.give_back(buffers);
         result
     }
-
-    /// Walks on below the nodes of escape groups: from the step where the group's frames
-    /// (slots of the walk's start, standing for `frames`) return to their callers outside
-    /// the state they escaped from, each node's tokens (when that step is viable) and its
-    /// subtree.
-    pub(crate) fn resolve_escapes(
-        &mut self,
-        index: &VocabularyIndex,
-        words: &mut [u32],
-        frames: &[u32],
-        groups: &[EscapeGroup],
-    ) {
-        for group in groups {
-            let slots = (group.returning, group.inside);
-            self.walk_escape(index, words, frames, slots, EscapeNodes::Remembered(group));
-        }
-    }
-
-    /// One escape group (see [`Matcher::resolve_escapes`]): `returning` and `inside` are
-    /// slots of the walk's start, standing for `frames`.
-    fn walk_escape(
-        &mut self,
-        index: &VocabularyIndex,
-        words: &mut [u32],
-        frames: &[u32],
-        (returning, inside): (u64, u64),
-        escape: EscapeNodes<'_>,
-    ) {
-        let trie = index.trie();
-        let mut buffers = self.walk_buffers.take();
-        let pick = |bits: u64, picked: &mut Vec<u32>| {
-            picked.extend(
-                (0..frames.len())
-                    .filter(|&slot| bits >> slot & 1 == 1)
-                    .map(|slot| frames[slot]),
-            );
-        };
-        pick(returning, &mut buffers.frames);
-        pick(inside, &mut buffers.other_frames);
-        if self.push_return_step(&buffers.frames, &buffers.other_frames) {
-            let viable = self.is_viable();
-            // Each child (with its subtree) from the callers' step, skipping the bytes a
-            // cached step refuses.
-            let state = self.current_state(&mut buffers.frames);
-            let live = |byte: u8| {
-                state.is_none_or(|state| self.step_cache().transition(state, byte) != DEAD)
-            };
-            match escape {
-                EscapeNodes::Remembered(group) => {
-                    if viable {
-                        group.tokens.apply(words);
-                    }
-                    for (byte, children) in group.children_by_byte() {
-                        if live(byte) {
-                            buffers.ranges.extend(
-                                children
-                                    .iter()
-                                    .map(|&child| TrieRange::with(trie, child as usize)),
-                            );
-                        }
-                    }
-                }
-                EscapeNodes::Found(nodes) => {
-                    for &(_, position) in nodes {
-                        let position = position as usize;
-                        let node = &trie.nodes()[position];
-                        if viable {
-                            set_tokens(words, trie.tokens_at(node));
-                        }
-                        let mut child = position + 1;
-                        while child < position + node.subtree_len as usize {
-                            if live(trie.nodes()[child].byte) {
-                                buffers.ranges.push(TrieRange::with(trie, child));
-                            }
-                            child += trie.nodes()[child].subtree_len as usize;
-                        }
-                    }
-                }
-            }
-            match state {
-                Some(state) if !buffers.ranges.is_empty() => grail_syntax::stack::deep(|| {
-                    self.table_walk(index, words, state, &buffers.frames, &buffers.ranges, false);
-                }),
-                _ => self.walk_ranges(index, words, &buffers.ranges),
-            }
-            self.rollback(1);
-        }
-        self.walk_buffers.give_back(buffers);
-    }
-}
-
-/// The nodes of an escape group: remembered with a walk, or just found by one.
-enum EscapeNodes<'a> {
-    Remembered(&'a EscapeGroup),
-    /// (group, position) pairs.
-    Found(&'a [(u32, u32)]),
 }
 
 /// Sets the bits of `ids` in a mask's words.
