@@ -234,7 +234,7 @@ impl Matcher {
             && !small.is_empty()
         {
             grail_syntax::stack::deep(|| {
-                self.table_walk(index, words, state, &buffers.frames, small, false);
+                self.table_walk(index, words, state, &buffers.frames, small);
             });
         }
         self.walk_buffers.give_back(buffers);
@@ -302,7 +302,7 @@ impl Matcher {
         if range.len() >= remembered_walk_min(index) {
             self.walk_remembered(index, words, state, frames, range);
         } else {
-            self.table_walk(index, words, state, frames, &[range], false);
+            self.table_walk(index, words, state, frames, &[range]);
         }
     }
 

@@ -27,7 +27,7 @@ use crate::walk_escapes::EscapeNodes;
 /// A range of trie nodes to walk, `first..end` in the node array (a subtree's
 /// descendants, a child with its subtree, or the whole trie), from a state at trie depth
 /// `base_depth`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TrieRange {
     pub(crate) first: usize,
     pub(crate) end: usize,
@@ -65,6 +65,10 @@ impl TrieRange {
         self.end - self.first
     }
 }
+
+/// Loop classes with fewer ASCII bytes than this (and no characters past ASCII) are
+/// walked without a slice: few tokens are made only of them.
+const LOOP_SLICE_MIN_ASCII_BYTES: u32 = 32;
 
 /// Subtrees at least this big are checked for bytes that all loop on the walk's state
 /// (smaller ones are cheaper to walk than to check).
@@ -182,11 +186,24 @@ impl Matcher {
         let walk = match self.step_cache().walk(state, key.0, key.1) {
             Some(walk) => walk,
             None => {
-                let mut own = vec![0u32; words.len()];
-                let (frontier, escapes) =
-                    self.table_walk(index, &mut own, state, frames, &[range], true);
+                let slice = self.loop_slice_for(index, state, frames, range);
+                let mut ids = TokenIds::default();
+                let (frontier, escapes) = match &slice {
+                    // The slice's tokens at once, and the walk only where tokens leave it.
+                    Some(slice) => {
+                        let trie = index.trie();
+                        let exits: Vec<TrieRange> = slice
+                            .exits()
+                            .iter()
+                            .map(|&position| TrieRange::with(trie, position as usize))
+                            .collect();
+                        self.record_walk(index, &mut ids, state, frames, &exits, words.len())
+                    }
+                    None => self.record_walk(index, &mut ids, state, frames, &[range], words.len()),
+                };
+                let tokens = WalkTokens::new(slice, ids.0, words.len());
                 let walk = Arc::new(PureWalk {
-                    tokens: WalkTokens::from_words(own),
+                    tokens,
                     frontier,
                     escapes,
                 });
@@ -198,6 +215,27 @@ impl Matcher {
         walk.tokens.apply(words);
         self.walk_frontier(index, words, frames, &walk.frontier);
         self.resolve_escapes(index, words, frames, &walk.escapes);
+    }
+
+    /// The loop slice a walk of `range` from `state` may start with: for a walk of the
+    /// whole trie from a state that loops on many bytes without returning to a caller
+    /// (inside a string or a comment), the slice of those bytes.
+    fn loop_slice_for(
+        &mut self,
+        index: &VocabularyIndex,
+        state: StateId,
+        frames: &[u32],
+        range: TrieRange,
+    ) -> Option<std::sync::Arc<grail_vocab::LoopSlice>> {
+        if range != TrieRange::all(index.trie()) {
+            return None;
+        }
+        let class = self.closed_loop_class(state, frames, LOOP_SLICE_MIN_ASCII_BYTES);
+        let ascii = (class & !(1 << 127)).count_ones();
+        if ascii < LOOP_SLICE_MIN_ASCII_BYTES && class >> 127 == 0 {
+            return None;
+        }
+        index.loop_slice(class)
     }
 
     /// Walks on below frontier groups (their states' slots standing for slots of the
@@ -247,13 +285,10 @@ impl Matcher {
     }
 
     /// Walks the trie nodes of `ranges` (each from its own base depth) from the cached
-    /// `state` (its slots standing for `frames`) along the step cache's table: one lookup
-    /// per node, whole subtrees at once where their bytes loop, UTF-8 by validity alone
-    /// where every character loops. Tokens accepted go to `words`. Where a byte calls a
-    /// rule (or does not fit the cache), the node is a frontier node; where frames of the
-    /// state return to callers outside it, an escape node. With `record_frontier` both are
-    /// returned as groups (for a walk remembered per state); otherwise they are walked on
-    /// at once (a real step per frontier group, a return step per escape group).
+    /// `state` (its slots standing for `frames`) along the step cache's table (see
+    /// [`Matcher::walk_table_nodes`]), setting the tokens accepted in `words`, then walks
+    /// on at once from its frontier nodes (a real step per group) and escape nodes (a
+    /// return step per group).
     pub(crate) fn table_walk(
         &mut self,
         index: &VocabularyIndex,
@@ -261,22 +296,107 @@ impl Matcher {
         state: StateId,
         frames: &[u32],
         ranges: &[TrieRange],
-        record_frontier: bool,
-    ) -> (Vec<FrontierGroup>, Vec<EscapeGroup>) {
-        let trie = index.trie();
-        let nodes = trie.nodes();
+    ) {
         let mut maps = SlotMaps::new(frames.len());
         let mut buffers = self.walk_buffers.take();
+        self.walk_table_nodes(index, words, state, frames, ranges, &mut maps, &mut buffers);
+        let WalkBuffers {
+            frontier_nodes,
+            escape_keys,
+            escape_nodes,
+            other_frames: group_frames,
+            ranges: group_ranges,
+            ..
+        } = &mut buffers;
+        for run in frontier_nodes.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2) {
+            let (state, byte, map, _) = run[0];
+            group_frames.clear();
+            group_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
+            let run_nodes = run.iter().map(|&(.., position)| position);
+            let step = (state, &group_frames[..], byte);
+            self.walk_frontier_group(index, words, step, run_nodes, group_ranges);
+        }
+        for run in escape_nodes.chunk_by(|a, b| a.0 == b.0) {
+            let (returning, inside) = escape_keys[run[0].0 as usize];
+            let run_nodes = EscapeNodes::Found(run);
+            self.walk_escape(index, words, frames, (returning, inside), run_nodes);
+        }
+        self.walk_buffers.give_back(buffers);
+    }
+
+    /// Walks the trie nodes of `ranges` from the cached `state` as
+    /// [`Matcher::table_walk`] does, adding the tokens accepted to `ids`, and returns its
+    /// frontier and escape nodes as groups (for a walk remembered per state).
+    pub(crate) fn record_walk(
+        &mut self,
+        index: &VocabularyIndex,
+        ids: &mut TokenIds,
+        state: StateId,
+        frames: &[u32],
+        ranges: &[TrieRange],
+        mask_words: usize,
+    ) -> (Vec<FrontierGroup>, Vec<EscapeGroup>) {
+        let trie = index.trie();
+        let mut maps = SlotMaps::new(frames.len());
+        let mut buffers = self.walk_buffers.take();
+        self.walk_table_nodes(index, ids, state, frames, ranges, &mut maps, &mut buffers);
+        let frontier = buffers
+            .frontier_nodes
+            .chunk_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2)
+            .map(|run| {
+                let (state, byte, map, _) = run[0];
+                FrontierGroup {
+                    state,
+                    slots: maps.get(map).into(),
+                    byte,
+                    nodes: run.iter().map(|&(.., position)| position).collect(),
+                }
+            })
+            .collect();
+        let mut escapes: Vec<EscapeGroup> = buffers
+            .escape_nodes
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| {
+                let (returning, inside) = buffers.escape_keys[run[0].0 as usize];
+                let run_nodes = run.iter().map(|&(_, position)| position);
+                EscapeGroup::new(returning, inside, run_nodes, trie, mask_words)
+            })
+            .collect();
+        escapes.sort_by_key(|group| (group.returning, group.inside));
+        self.walk_buffers.give_back(buffers);
+        (frontier, escapes)
+    }
+
+    /// Walks the trie nodes of `ranges` (each from its own base depth) from the cached
+    /// `state` (its slots standing for `frames`) along the step cache's table: one lookup
+    /// per node, whole subtrees at once where their bytes loop, UTF-8 by validity alone
+    /// where every character loops. Tokens accepted go to `sink`. Where a byte calls a
+    /// rule (or does not fit the cache), the node is a frontier node; where frames of the
+    /// state return to callers outside it, an escape node: both are left in `buffers`,
+    /// sorted (frontier nodes by state, byte and slot map; escape nodes by group; each in
+    /// trie order), their slot maps in `maps`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_table_nodes<S: TokenSink + ?Sized>(
+        &mut self,
+        index: &VocabularyIndex,
+        sink: &mut S,
+        state: StateId,
+        frames: &[u32],
+        ranges: &[TrieRange],
+        maps: &mut SlotMaps,
+        buffers: &mut WalkBuffers,
+    ) {
+        let trie = index.trie();
+        let nodes = trie.nodes();
         let WalkBuffers {
             path,
             frontier_nodes,
             escape_keys,
             escape_nodes,
             frames: learn_frames,
-            other_frames: group_frames,
-            ranges: group_ranges,
             bulk_odds,
-        } = &mut buffers;
+            ..
+        } = buffers;
         // The last (slot map, escapes) seen and its escape group, since runs of nodes
         // share them.
         let mut last_escape: Option<(u32, u64, u32)> = None;
@@ -324,7 +444,7 @@ impl Matcher {
                         Step::Complete(_) => Partial::NONE,
                         Step::Incomplete(next) => next,
                     };
-                    set_tokens(words, trie.tokens_at(node));
+                    sink.add(trie.tokens_at(node));
                     // A big subtree that is valid UTF-8 from here and whose bytes all loop
                     // on the state the characters come back to: taken whole.
                     if node.subtree_len >= BULK_MIN_SUBTREE
@@ -342,7 +462,7 @@ impl Matcher {
                         if valid && self.loops_on(parent, learn_frames, trie.bytes_below(position))
                         {
                             bulk_odds.entry(parent).or_default().hits += 1;
-                            set_tokens(words, trie.subtree_tokens(position));
+                            sink.add(trie.subtree_tokens(position));
                             position += node.subtree_len as usize;
                             continue;
                         }
@@ -428,7 +548,7 @@ impl Matcher {
                     }
                 };
                 if target_viable {
-                    set_tokens(words, trie.tokens_at(node));
+                    sink.add(trie.tokens_at(node));
                 }
                 // A big subtree whose bytes all loop on the target: every token in it is
                 // accepted, without visiting its nodes.
@@ -439,7 +559,7 @@ impl Matcher {
                     learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
                     if let Some(tokens) = self.taken_whole(trie, position, target, learn_frames) {
                         bulk_odds.entry(target).or_default().hits += 1;
-                        set_tokens(words, tokens);
+                        sink.add(tokens);
                         position += node.subtree_len as usize;
                         continue;
                     }
@@ -452,47 +572,32 @@ impl Matcher {
         // in trie order.
         frontier_nodes.sort_unstable();
         escape_nodes.sort_unstable();
-        let frontier_runs = frontier_nodes.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2);
-        let escape_runs = escape_nodes.chunk_by(|a, b| a.0 == b.0);
-        let result = if record_frontier {
-            let frontier = frontier_runs
-                .map(|run| {
-                    let (state, byte, map, _) = run[0];
-                    FrontierGroup {
-                        state,
-                        slots: maps.get(map).into(),
-                        byte,
-                        nodes: run.iter().map(|&(.., position)| position).collect(),
-                    }
-                })
-                .collect();
-            let mut escapes: Vec<EscapeGroup> = escape_runs
-                .map(|run| {
-                    let (returning, inside) = escape_keys[run[0].0 as usize];
-                    let run_nodes = run.iter().map(|&(_, position)| position);
-                    EscapeGroup::new(returning, inside, run_nodes, trie, words.len())
-                })
-                .collect();
-            escapes.sort_by_key(|group| (group.returning, group.inside));
-            (frontier, escapes)
-        } else {
-            for run in frontier_runs {
-                let (state, byte, map, _) = run[0];
-                group_frames.clear();
-                group_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                let run_nodes = run.iter().map(|&(.., position)| position);
-                let step = (state, &group_frames[..], byte);
-                self.walk_frontier_group(index, words, step, run_nodes, group_ranges);
-            }
-            for run in escape_runs {
-                let (returning, inside) = escape_keys[run[0].0 as usize];
-                let run_nodes = EscapeNodes::Found(run);
-                self.walk_escape(index, words, frames, (returning, inside), run_nodes);
-            }
-            (Vec::new(), Vec::new())
-        };
-        self.walk_buffers.give_back(buffers);
-        result
+    }
+}
+
+/// Where a walk puts the tokens it accepts.
+pub(crate) trait TokenSink {
+    /// Adds these tokens.
+    fn add(&mut self, ids: &[u32]);
+}
+
+/// A mask's words.
+impl TokenSink for [u32] {
+    #[inline]
+    fn add(&mut self, ids: &[u32]) {
+        set_tokens(self, ids);
+    }
+}
+
+/// Token ids in the order a walk met them (a walk to remember: most accept few tokens,
+/// so a list costs less than a mask-sized buffer to scan afterwards).
+#[derive(Debug, Default)]
+pub(crate) struct TokenIds(pub(crate) Vec<u32>);
+
+impl TokenSink for TokenIds {
+    #[inline]
+    fn add(&mut self, ids: &[u32]) {
+        self.0.extend_from_slice(ids);
     }
 }
 

@@ -19,6 +19,8 @@
 //! (copy-on-write) and capped in size; past the caps, new states and walks are simply not
 //! cached.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::compile::{GrammarGraph, Node, NodeId};
@@ -148,34 +150,31 @@ pub(crate) struct PureWalk {
     pub(crate) escapes: Vec<EscapeGroup>,
 }
 
-/// The tokens a walk accepted: a whole mask's words, or (for a few) their ids.
+/// The tokens a walk accepted: a whole mask's words, or (for a few) their ids, or a loop
+/// slice (shared by the vocabulary's users) and the ids the walk added to it.
 #[derive(Debug)]
 pub(crate) enum WalkTokens {
     Words(Box<[u32]>),
     Ids(Box<[u32]>),
+    Slice(Arc<grail_vocab::LoopSlice>, Box<[u32]>),
 }
 
 impl WalkTokens {
-    /// The tokens set in `words`, as ids when they are few (under one per eight words:
-    /// setting ids one by one costs more per id than OR-ing a word), else as the words.
-    pub(crate) fn from_words(words: Vec<u32>) -> WalkTokens {
-        let count: usize = words.iter().map(|word| word.count_ones() as usize).sum();
-        if count * 8 > words.len() {
-            return WalkTokens::Words(words.into_boxed_slice());
+    /// The tokens of a walk that started with `slice` (if any) and added `ids`, in a
+    /// mask of `mask_words` words.
+    pub(crate) fn new(
+        slice: Option<Arc<grail_vocab::LoopSlice>>,
+        ids: Vec<u32>,
+        mask_words: usize,
+    ) -> WalkTokens {
+        match slice {
+            Some(slice) => WalkTokens::Slice(slice, ids.into_boxed_slice()),
+            None => WalkTokens::from_ids(ids, mask_words),
         }
-        let mut ids = Vec::with_capacity(count);
-        for (index, &word) in words.iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                ids.push(index as u32 * 32 + bits.trailing_zeros());
-                bits &= bits - 1;
-            }
-        }
-        WalkTokens::Ids(ids.into_boxed_slice())
     }
 
     /// The tokens `ids` (of a mask of `mask_words` words), kept as ids when they are few
-    /// (see [`WalkTokens::from_words`]).
+    /// (see [`WalkTokens::take_from`]).
     pub(crate) fn from_ids(ids: Vec<u32>, mask_words: usize) -> WalkTokens {
         if ids.len() <= mask_words {
             return WalkTokens::Ids(ids.into_boxed_slice());
@@ -200,12 +199,22 @@ impl WalkTokens {
                     words[id as usize / 32] |= 1 << (id % 32);
                 }
             }
+            WalkTokens::Slice(slice, ids) => {
+                for (word, own) in words.iter_mut().zip(slice.words()) {
+                    *word |= own;
+                }
+                for &id in ids.iter() {
+                    words[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
         }
     }
 
     fn bytes(&self) -> usize {
         match self {
             WalkTokens::Words(words) | WalkTokens::Ids(words) => words.len() * 4,
+            // The slice belongs to the vocabulary.
+            WalkTokens::Slice(_, ids) => ids.len() * 4,
         }
     }
 }

@@ -90,7 +90,7 @@ impl Matcher {
             }
             match state {
                 Some(state) if !buffers.ranges.is_empty() => grail_syntax::stack::deep(|| {
-                    self.table_walk(index, words, state, &buffers.frames, &buffers.ranges, false);
+                    self.table_walk(index, words, state, &buffers.frames, &buffers.ranges);
                 }),
                 _ => self.walk_ranges(index, words, &buffers.ranges),
             }

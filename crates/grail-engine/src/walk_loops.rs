@@ -54,6 +54,41 @@ impl Matcher {
         all_loop
     }
 
+    /// The bytes (as [`grail_vocab::byte_bit`] bits) that take `state` back to itself
+    /// without returning to any caller outside it: the class a walk from `state` may take
+    /// the loop slice of (`grail_vocab::LoopSlice`). Learns what it must of every live
+    /// byte; empty when the state is inside a character.
+    pub(crate) fn closed_loop_class(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+        min_bytes: u32,
+    ) -> u128 {
+        let data = self.step_cache().state(state);
+        if data.items.iter().any(|item| !item.1.is_none()) {
+            return 0;
+        }
+        let takes_non_ascii = data.takes_non_ascii;
+        let live = (1..0x7Fu8)
+            .filter(|&byte| self.step_cache().transition(state, byte) != DEAD)
+            .fold(0u128, |live, byte| live | 1 << byte);
+        // Not worth learning every byte's step when too few can loop.
+        let mut possible = live.count_ones() + 1;
+        if possible < min_bytes && !takes_non_ascii {
+            return 0;
+        }
+        for bit in (0..128u32).filter(|&bit| live >> bit & 1 == 1 || bit == 0 || bit == 127) {
+            if !self.loops_on(state, frames, 1 << bit) {
+                possible -= u32::from(bit != 127);
+                if possible < min_bytes && !takes_non_ascii {
+                    return 0;
+                }
+            }
+        }
+        let facts = self.step_cache().loop_bytes(state);
+        facts.loops & !facts.escaping
+    }
+
     /// When `byte` takes `state` back to itself (every frame in its slot, no calls):
     /// whether that transition also returns to callers outside the state.
     fn loop_escapes(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<bool> {

@@ -1,6 +1,9 @@
 //! A vocabulary prepared for masking: the vocabulary, its token trie and its empty tokens.
 //! Built once per vocabulary and shared (`Arc`) by every grammar and matcher.
 
+use std::sync::Arc;
+
+use crate::loop_slice::{LoopSlice, LoopSlices};
 use crate::trie::TokenTrie;
 use crate::vocabulary::Vocabulary;
 
@@ -10,6 +13,7 @@ pub struct VocabularyIndex {
     vocabulary: Vocabulary,
     trie: TokenTrie,
     empty_text_ids: Vec<u32>,
+    loop_slices: LoopSlices,
 }
 
 impl VocabularyIndex {
@@ -25,6 +29,7 @@ impl VocabularyIndex {
             vocabulary,
             trie,
             empty_text_ids,
+            loop_slices: LoopSlices::default(),
         }
     }
 
@@ -36,6 +41,13 @@ impl VocabularyIndex {
     /// The trie of text tokens.
     pub fn trie(&self) -> &TokenTrie {
         &self.trie
+    }
+
+    /// The loop slice of a byte class (see [`LoopSlice`]): built on first need, then
+    /// shared; `None` once [`crate::MAX_LOOP_SLICES`] classes have slices.
+    pub fn loop_slice(&self, class: u128) -> Option<Arc<LoopSlice>> {
+        let mask_words = self.vocabulary.len().div_ceil(32);
+        self.loop_slices.get(&self.trie, class, mask_words)
     }
 
     /// Text tokens with no bytes (not in the trie; they change nothing when accepted).

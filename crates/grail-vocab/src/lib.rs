@@ -24,6 +24,7 @@ mod error;
 mod gguf;
 mod hf;
 mod index;
+mod loop_slice;
 mod neutral;
 mod trie;
 mod vocabulary;
@@ -35,6 +36,7 @@ pub use byte_level::{ByteLevelDecoder, byte_to_char};
 pub use error::VocabError;
 pub use gguf::from_gguf;
 pub use index::VocabularyIndex;
+pub use loop_slice::{LoopSlice, MAX_LOOP_SLICES};
 pub use trie::{TokenTrie, TrieNode, byte_bit};
 pub use vocabulary::{END_OF_GENERATION_TEXTS, TokenKind, Vocabulary};
 

@@ -116,7 +116,7 @@ const UTF8_PHASES: [(u8, u8, u8); 8] = [
 /// The phase after `byte` from phase `phase` (indices into [`UTF8_PHASES`]), or `None`
 /// when the bytes stop being valid UTF-8 (strict: no overlongs, surrogates or values
 /// past U+10FFFF).
-fn next_utf8_phase(phase: usize, byte: u8) -> Option<usize> {
+pub(crate) fn next_utf8_phase(phase: usize, byte: u8) -> Option<usize> {
     let (left, low, high) = UTF8_PHASES[phase];
     if left == 0 {
         return match byte {
@@ -314,6 +314,13 @@ impl TokenTrie {
             .iter()
             .position(|&phase| phase == (remaining, low, high))
             .is_some_and(|phase| phase > 0 && self.valid_below[position] >> phase & 1 == 1)
+    }
+
+    /// True when the bytes below `position` are valid UTF-8 (possibly ending inside a
+    /// character) when `position` ends in phase `phase` (an index into `UTF8_PHASES`).
+    #[inline]
+    pub(crate) fn valid_utf8_below_in_phase(&self, position: usize, phase: usize) -> bool {
+        self.valid_below[position] >> phase & 1 == 1
     }
 
     /// True when the bytes from the root down to `position` are all ASCII.

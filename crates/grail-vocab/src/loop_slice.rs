@@ -1,0 +1,235 @@
+//! Loop slices: for a class of bytes that a grammar state loops on (the characters of a
+//! JSON string, of a comment), the tokens made only of such bytes, as a ready bitmask, and
+//! the trie subtrees where tokens first leave the class.
+//!
+//! A mask walk from a state that steps back to itself on every byte of the class takes
+//! the slice with one OR of words and walks only those exits, where it used to visit the
+//! trie down to every token and set ~120k ids one by one (Llama 3, a JSON string). The
+//! slice depends on the vocabulary and the class alone, so it is built once per
+//! vocabulary (on first need) and shared by every state, grammar and matcher that loops
+//! on the same class — the copies of `string` inlined at each call site included.
+
+use std::sync::{Arc, Mutex};
+
+use crate::trie::{TokenTrie, byte_bit, next_utf8_phase};
+
+/// Most slices one vocabulary keeps (each is a bitmask of the vocabulary and a list of
+/// exits: about 40 KB with Llama 3). Past it, walks go on without slices.
+pub const MAX_LOOP_SLICES: usize = 64;
+
+/// The tokens of a byte class, and where tokens leave it.
+#[derive(Debug)]
+pub struct LoopSlice {
+    class: u128,
+    words: Box<[u32]>,
+    exits: Box<[u32]>,
+}
+
+impl LoopSlice {
+    /// Builds the slice of `class` ([`byte_bit`] bits; bit 127 stands for every character
+    /// past ASCII) over a trie, for masks of `mask_words` words.
+    ///
+    /// A token is in the slice when each of its ASCII bytes is in the class, it has bytes
+    /// past ASCII only if bit 127 is, and it is valid UTF-8 (possibly ending inside a
+    /// character). An exit is a node, reached from the root by bytes of the class and
+    /// ending between characters, whose own byte is not in the class: every token outside
+    /// the slice that is not invalid UTF-8 is at or below exactly one exit.
+    pub fn new(trie: &TokenTrie, class: u128, mask_words: usize) -> LoopSlice {
+        let nodes = trie.nodes();
+        let non_ascii = class >> 127 == 1;
+        let mut words = vec![0u32; mask_words];
+        let mut exits = Vec::new();
+        // The UTF-8 phase after each depth of the current path (the root: between
+        // characters).
+        let mut phases: Vec<usize> = vec![0];
+        let mut position = 1;
+        while position < nodes.len() {
+            let node = &nodes[position];
+            phases.truncate(node.depth as usize);
+            let phase = *phases.last().expect("the root is on the path");
+            let byte_in_class = if node.byte < 0x80 {
+                class & byte_bit(node.byte) != 0
+            } else {
+                non_ascii
+            };
+            let next = next_utf8_phase(phase, node.byte);
+            match next {
+                Some(next) if byte_in_class => {
+                    set_ids(&mut words, trie.tokens_at(node));
+                    let below = trie.bytes_below(position);
+                    if below & !class == 0 && trie.valid_utf8_below_in_phase(position, next) {
+                        set_ids(&mut words, trie.subtree_tokens(position));
+                        position += node.subtree_len as usize;
+                    } else {
+                        phases.push(next);
+                        position += 1;
+                    }
+                }
+                // Between characters, a byte outside the class: an exit.
+                _ if phase == 0 => {
+                    exits.push(position as u32);
+                    position += node.subtree_len as usize;
+                }
+                // Inside a character, a byte that breaks it: no valid text has these
+                // tokens.
+                _ => position += node.subtree_len as usize,
+            }
+        }
+        LoopSlice {
+            class,
+            words: words.into_boxed_slice(),
+            exits: exits.into_boxed_slice(),
+        }
+    }
+
+    /// The class this is the slice of.
+    pub fn class(&self) -> u128 {
+        self.class
+    }
+
+    /// The tokens of the slice, as mask words.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// The exits (trie node positions, in trie order): each is walked with its own byte
+    /// from the looping state.
+    pub fn exits(&self) -> &[u32] {
+        &self.exits
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        (self.words.len() + self.exits.len()) * 4
+    }
+}
+
+/// The loop slices of one vocabulary, built on first need and shared.
+#[derive(Debug, Default)]
+pub(crate) struct LoopSlices {
+    built: Mutex<Vec<Arc<LoopSlice>>>,
+}
+
+impl LoopSlices {
+    /// The slice of `class`, built now if new; `None` once [`MAX_LOOP_SLICES`] are kept.
+    pub(crate) fn get(
+        &self,
+        trie: &TokenTrie,
+        class: u128,
+        mask_words: usize,
+    ) -> Option<Arc<LoopSlice>> {
+        let mut built = self
+            .built
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if let Some(slice) = built.iter().find(|slice| slice.class == class) {
+            return Some(slice.clone());
+        }
+        if built.len() >= MAX_LOOP_SLICES {
+            return None;
+        }
+        let slice = Arc::new(LoopSlice::new(trie, class, mask_words));
+        built.push(slice.clone());
+        Some(slice)
+    }
+}
+
+impl Clone for LoopSlices {
+    fn clone(&self) -> LoopSlices {
+        let built = self
+            .built
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        LoopSlices {
+            built: Mutex::new(built.clone()),
+        }
+    }
+}
+
+fn set_ids(words: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        words[id as usize / 32] |= 1 << (id % 32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::{TokenKind, Vocabulary};
+
+    fn trie_of(texts: &[&[u8]]) -> TokenTrie {
+        let vocabulary = Vocabulary::new(
+            "t",
+            texts.iter().map(|text| text.to_vec()).collect(),
+            vec![TokenKind::Text; texts.len()],
+            vec![],
+            None,
+        );
+        TokenTrie::new(&vocabulary)
+    }
+
+    fn ids(words: &[u32]) -> Vec<u32> {
+        (0..words.len() as u32 * 32)
+            .filter(|&id| words[id as usize / 32] >> (id % 32) & 1 == 1)
+            .collect()
+    }
+
+    /// The bytes of the exits, from the root.
+    fn exit_paths(trie: &TokenTrie, slice: &LoopSlice) -> Vec<Vec<u8>> {
+        let mut paths = Vec::new();
+        let mut path = Vec::new();
+        for (position, node) in trie.nodes().iter().enumerate().skip(1) {
+            path.truncate(node.depth as usize - 1);
+            path.push(node.byte);
+            if slice.exits().contains(&(position as u32)) {
+                paths.push(path.clone());
+            }
+        }
+        paths
+    }
+
+    #[test]
+    fn a_slice_holds_the_tokens_made_of_its_class_and_exits_where_others_leave_it() {
+        let texts: [&[u8]; 10] = [
+            b"ab",           // 0: in
+            b"a\"",          // 1: leaves at `"`
+            b"\"",           // 2: leaves at once
+            "é".as_bytes(),  // 3: in (characters past ASCII are in the class)
+            &[0xC3],         // 4: in (ends inside a character)
+            &[0xC3, b'a'],   // 5: invalid UTF-8: in no slice, at no exit
+            b"a\"b",         // 6: leaves at `"` (the same exit as 1)
+            &[0xFF],         // 7: invalid lead byte: an exit (walks find it dead)
+            b"b",            // 8: in
+            "éa".as_bytes(), // 9: in
+        ];
+        let trie = trie_of(&texts);
+        let class = byte_bit(b'a') | byte_bit(b'b') | 1 << 127;
+        let slice = LoopSlice::new(&trie, class, 1);
+        assert_eq!(ids(slice.words()), vec![0, 3, 4, 8, 9]);
+        assert_eq!(
+            exit_paths(&trie, &slice),
+            vec![b"\"".to_vec(), b"a\"".to_vec(), vec![0xFF]]
+        );
+        // Without characters past ASCII in the class, they are exits too.
+        let ascii = LoopSlice::new(&trie, byte_bit(b'a') | byte_bit(b'b'), 1);
+        assert_eq!(ids(ascii.words()), vec![0, 8]);
+        assert_eq!(
+            exit_paths(&trie, &ascii),
+            vec![b"\"".to_vec(), b"a\"".to_vec(), vec![0xC3], vec![0xFF]]
+        );
+    }
+
+    #[test]
+    fn slices_are_built_once_per_class_and_capped() {
+        let trie = trie_of(&[b"a", b"b"]);
+        let slices = LoopSlices::default();
+        let first = slices.get(&trie, byte_bit(b'a'), 1).unwrap();
+        let again = slices.get(&trie, byte_bit(b'a'), 1).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        for bit in 1..MAX_LOOP_SLICES as u32 {
+            assert!(slices.get(&trie, 1 << bit | 1 << 100, 1).is_some());
+        }
+        assert!(slices.get(&trie, byte_bit(b'b'), 1).is_none());
+        assert!(slices.get(&trie, byte_bit(b'a'), 1).is_some());
+    }
+}
