@@ -565,15 +565,15 @@ fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[
         if takes == 0 || takes == u128::MAX {
             continue;
         }
-        let mut split = Vec::with_capacity(classes.len() + 1);
-        for class in classes {
-            for part in [class & takes, class & !takes] {
-                if part != 0 {
-                    split.push(part);
-                }
+        // Refined in place: each class splits into its bytes the item takes (kept where
+        // it was) and the rest (appended).
+        for index in 0..classes.len() {
+            let (inside, outside) = (classes[index] & takes, classes[index] & !takes);
+            if inside != 0 && outside != 0 {
+                classes[index] = inside;
+                classes.push(outside);
             }
         }
-        classes = split;
     }
     classes.into_boxed_slice()
 }
