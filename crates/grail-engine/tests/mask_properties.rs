@@ -260,3 +260,52 @@ fn end_of_generation_is_allowed_exactly_when_the_grammar_may_end() {
     assert!(matcher.rollback_tokens(1));
     assert!(matcher.is_token_allowed(5));
 }
+
+/// Every string of one to `longest` units over `units`, with an end-of-generation token
+/// first.
+fn strings_vocabulary(units: &[&[u8]], longest: usize) -> Arc<VocabularyIndex> {
+    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
+    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..longest {
+        layer = layer
+            .iter()
+            .flat_map(|prefix| {
+                units
+                    .iter()
+                    .map(move |unit| [prefix.as_slice(), unit].concat())
+            })
+            .collect();
+        tokens.extend(layer.iter().cloned());
+    }
+    let mut kinds = vec![TokenKind::Text; tokens.len()];
+    kinds[0] = TokenKind::Special;
+    Arc::new(VocabularyIndex::new(Vocabulary::new(
+        "strings",
+        tokens,
+        kinds,
+        vec![0],
+        None,
+    )))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Steps that come back to the same state with new frames (renewed calls) where the
+    /// new frames' callers differ from the dropped frames': a recursive rule whose first
+    /// byte predicts itself again (after `b`, the new `item` returns into the old one's
+    /// `c`, not to the old one's caller), and a whitespace loop renewing a call whose
+    /// caller moves. Walks must not take those steps as renewals.
+    #[test]
+    fn masks_equal_brute_force_where_steps_renew_calls(seed in any::<u64>(), which in 0usize..3) {
+        let grammars = [
+            "root ::= item \"x\"\nitem ::= \"b\" item \"c\" | \"d\"",
+            "root ::= ( item \"x\" )+\nitem ::= \"b\" item \"c\" | \"b\"* \"d\"",
+            "root ::= \"b\"* item\nitem ::= \"b\" item \"c\" | \"d\" \"x\"?",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        let units: [&[u8]; 4] = [b"b", b"c", b"d", b"x"];
+        check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 10)?;
+    }
+}
