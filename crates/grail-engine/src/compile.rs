@@ -12,6 +12,10 @@ use std::sync::Arc;
 
 use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
 
+use crate::counted::{
+    CountedCopy, TWIN_MIN_COPIES, bounded_repetition_of, optional_chain, same_node_shape,
+    same_shape,
+};
 use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
 use crate::limits::EngineLimits;
@@ -103,6 +107,9 @@ pub(crate) struct GrammarGraph {
     pub(crate) root: u32,
     /// `productive[node]`: the node can reach its rule's `Return`.
     pub(crate) productive: Vec<bool>,
+    /// Optional copies of bounded repetitions that have a twin loop for masks (see
+    /// `counted.rs`), in node order, not overlapping.
+    pub(crate) counted: Vec<CountedCopy>,
     pub(crate) limits: EngineLimits,
 }
 
@@ -126,6 +133,7 @@ impl CompiledGrammar {
             class_listed: Vec::new(),
             class_index: std::collections::HashMap::new(),
             token_sets: Vec::new(),
+            counted: Vec::new(),
         };
         // Only rules that are called (not inlined) get their own automaton: the root,
         // then whatever the compiled rules call.
@@ -166,6 +174,7 @@ impl CompiledGrammar {
                 rules,
                 root: grammar.root.0,
                 productive,
+                counted: builder.counted,
                 limits: options.limits,
             }),
         })
@@ -234,6 +243,7 @@ struct GraphBuilder<'a, 'o> {
     /// Each distinct class written, with its index in `classes`.
     class_index: std::collections::HashMap<grail_grammar::CharSet, u32>,
     token_sets: Vec<TokenSet>,
+    counted: Vec<CountedCopy>,
 }
 
 impl GraphBuilder<'_, '_> {
@@ -291,7 +301,24 @@ impl GraphBuilder<'_, '_> {
         next: NodeId,
     ) -> Result<NodeId, CompileError> {
         let mut start = next;
-        for symbol in symbols.iter().rev() {
+        let mut end = symbols.len();
+        while end > 0 {
+            let symbol = &symbols[end - 1];
+            end -= 1;
+            // `X X{m,n}` (as converters write `minLength: 1`) is `X{m+1,n+1}`: one
+            // repetition, so its twin covers the first copy too.
+            if let Some((repeated, min, max)) = bounded_repetition_of(symbol) {
+                let mut before = 0;
+                while end > before && same_shape(&symbols[end - 1 - before], repeated) {
+                    before += 1;
+                }
+                if before > 0 {
+                    end -= before;
+                    let before = before as u32;
+                    start = self.bounded_repetition(repeated, min + before, max + before, start)?;
+                    continue;
+                }
+            }
             start = self.symbol(symbol, start)?;
         }
         Ok(start)
@@ -367,31 +394,28 @@ impl GraphBuilder<'_, '_> {
                     });
                     self.push(Node::Token { set: index, next })
                 }
-                SymbolKind::Repeat(repetition) => {
-                    let mut start = match repetition.max {
-                        Some(max) => {
-                            let mut start = next;
-                            for _ in repetition.min..max {
-                                let body = self.symbol(&repetition.symbol, start)?;
-                                start = self.split(&[body, next])?;
-                            }
-                            start
-                        }
-                        None => {
-                            // A loop: the split is made first so the body can point back at it.
-                            let first = self.split_targets.len() as u32;
-                            self.split_targets.extend_from_slice(&[0, next]);
-                            let loop_head = self.push(Node::Split { first, count: 2 })?;
-                            let body = self.symbol(&repetition.symbol, loop_head)?;
-                            self.split_targets[first as usize] = body;
-                            loop_head
-                        }
-                    };
-                    for _ in 0..repetition.min {
-                        start = self.symbol(&repetition.symbol, start)?;
-                    }
-                    Ok(start)
+                SymbolKind::Repeat(_) if optional_chain(symbol).is_some() => {
+                    let (repeated, depth) = optional_chain(symbol).expect("checked above");
+                    self.bounded_repetition(repeated, 0, depth, next)
                 }
+                SymbolKind::Repeat(repetition) => match repetition.max {
+                    Some(max) => {
+                        self.bounded_repetition(&repetition.symbol, repetition.min, max, next)
+                    }
+                    None => {
+                        // A loop: the split is made first so the body can point back at it.
+                        let first = self.split_targets.len() as u32;
+                        self.split_targets.extend_from_slice(&[0, next]);
+                        let loop_head = self.push(Node::Split { first, count: 2 })?;
+                        let body = self.symbol(&repetition.symbol, loop_head)?;
+                        self.split_targets[first as usize] = body;
+                        let mut start = loop_head;
+                        for _ in 0..repetition.min {
+                            start = self.symbol(&repetition.symbol, start)?;
+                        }
+                        Ok(start)
+                    }
+                },
             }
         })
     }
@@ -439,6 +463,169 @@ fn lead_bytes(set: &ScalarSet) -> [u64; 4] {
         }
     }
     bytes
+}
+
+impl GraphBuilder<'_, '_> {
+    /// `symbol{min,max}`: `max - min` nested optional copies, after `min` plain ones;
+    /// with a twin `symbol{min} symbol*` for masks when the optional copies are many (see
+    /// `counted.rs`).
+    fn bounded_repetition(
+        &mut self,
+        symbol: &grail_grammar::Symbol,
+        min: u32,
+        max: u32,
+        next: NodeId,
+    ) -> Result<NodeId, CompileError> {
+        let counted_before = self.counted.len();
+        // Copies as node ranges, in the order built: back to front, so the first built
+        // is the last matched.
+        let mut optional: Vec<(usize, usize)> = Vec::new();
+        let mut start = next;
+        for _ in min..max {
+            let first = self.nodes.len();
+            let body = self.symbol(symbol, start)?;
+            optional.push((first, self.nodes.len()));
+            start = self.split(&[body, next])?;
+        }
+        let mut mandatory: Vec<(usize, usize)> = Vec::new();
+        for _ in 0..min {
+            let first = self.nodes.len();
+            start = self.symbol(symbol, start)?;
+            mandatory.push((first, self.nodes.len()));
+        }
+        // Repetitions with twins inside the copies keep theirs (twins do not nest).
+        if max - min >= TWIN_MIN_COPIES && self.counted.len() == counted_before {
+            self.twin(symbol, &optional, &mandatory, next)?;
+        }
+        Ok(start)
+    }
+
+    /// Builds `symbol{m} symbol*` before `next` (`m` the mandatory copies) beside the
+    /// copies of a bounded repetition (node ranges as built, see
+    /// [`GraphBuilder::bounded_repetition`]) and records each copy's counterpart in it,
+    /// when every copy is laid out alike and holds only characters and splits.
+    fn twin(
+        &mut self,
+        symbol: &grail_grammar::Symbol,
+        optional: &[(usize, usize)],
+        mandatory: &[(usize, usize)],
+        next: NodeId,
+    ) -> Result<(), CompileError> {
+        let (first, end) = optional[0];
+        let len = end - first;
+        let inline_only = self.nodes[first..end].iter().all(|node| {
+            matches!(
+                node,
+                Node::Char { .. } | Node::Class { .. } | Node::Any { .. } | Node::Split { .. }
+            )
+        });
+        let copies = || optional.iter().chain(mandatory);
+        if len == 0 || !inline_only || copies().any(|&(a, b)| b - a != len) {
+            return Ok(());
+        }
+        let targets = self.split_targets.len() as u32;
+        self.split_targets.extend_from_slice(&[next, next]);
+        let head = self.push(Node::Split {
+            first: targets,
+            count: 2,
+        })?;
+        let loop_body = self.nodes.len();
+        let body = self.symbol(symbol, head)?;
+        self.split_targets[targets as usize] = body;
+        let mut twin_start = head;
+        let mut twin_mandatory = Vec::new();
+        for _ in mandatory {
+            twin_mandatory.push(self.nodes.len());
+            twin_start = self.symbol(symbol, twin_start)?;
+        }
+        let end_of_twin = self.nodes.len();
+        // Node for node the same kind, and every edge inside the copy going to the same
+        // place relative to it (edges out of it leave both).
+        let leads_alike = |copy: usize, twin: usize, a: NodeId, b: NodeId| {
+            let inside = |base: usize, node: NodeId| {
+                (node as usize)
+                    .checked_sub(base)
+                    .filter(|&offset| offset < len)
+            };
+            inside(copy, a) == inside(twin, b)
+        };
+        let alike = |copy: usize, twin: usize| {
+            (0..len).all(|offset| {
+                let (a, b) = (self.nodes[copy + offset], self.nodes[twin + offset]);
+                same_node_shape(a, b)
+                    && match (a, b) {
+                        (Node::Split { first: x, count }, Node::Split { first: y, .. }) => {
+                            (0..count as usize).all(|k| {
+                                let (a, b) = (
+                                    self.split_targets[x as usize + k],
+                                    self.split_targets[y as usize + k],
+                                );
+                                leads_alike(copy, twin, a, b)
+                            })
+                        }
+                        _ => match (node_next(a), node_next(b)) {
+                            (Some(a), Some(b)) => leads_alike(copy, twin, a, b),
+                            _ => true,
+                        },
+                    }
+            })
+        };
+        let laid_out_alike = end_of_twin - loop_body == len * (1 + mandatory.len())
+            && optional.iter().all(|&(copy, _)| alike(copy, loop_body))
+            && mandatory
+                .iter()
+                .zip(&twin_mandatory)
+                .all(|(&(copy, _), &twin)| alike(copy, twin));
+        if !laid_out_alike {
+            return Ok(());
+        }
+        let class_bytes = match self.nodes[first..end] {
+            [Node::Class { set, .. }] => Some(byte_bits(&self.classes[set as usize])),
+            [Node::Char { code_point, .. }] => Some(byte_bits(&ScalarSet::from_ranges([(
+                code_point, code_point,
+            )]))),
+            _ => None,
+        };
+        // Copies left from each one to the end, itself included: the optional ones count
+        // up as built, the mandatory ones go on from there.
+        let remaining = 1u32..;
+        for ((&(copy, _), twin), left) in optional
+            .iter()
+            .zip(std::iter::repeat(loop_body))
+            .chain(mandatory.iter().zip(twin_mandatory.iter().copied()))
+            .zip(remaining)
+        {
+            self.counted.push(CountedCopy {
+                first: copy as NodeId,
+                len: len as u32,
+                remaining: left,
+                twin: twin as NodeId,
+                class_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Where a consuming node leads.
+fn node_next(node: Node) -> Option<NodeId> {
+    match node {
+        Node::Char { next, .. }
+        | Node::Class { next, .. }
+        | Node::Any { next }
+        | Node::Token { next, .. }
+        | Node::Call { next, .. } => Some(next),
+        Node::Split { .. } | Node::Return => None,
+    }
+}
+
+/// A set's members as [`grail_vocab::byte_bit`] bits: its ASCII code points (NUL and DEL
+/// sharing bit 0), bit 127 when it has members past ASCII.
+fn byte_bits(set: &ScalarSet) -> u128 {
+    let ascii = ascii_bitmap(set);
+    let del_or_nul = ascii & (1 | 1 << 0x7F) != 0;
+    let past_ascii = set.ranges().last().is_some_and(|&(_, last)| last >= 0x80);
+    (ascii & !(1 | 1 << 0x7F)) | u128::from(del_or_nul) | u128::from(past_ascii) << 127
 }
 
 fn ascii_bitmap(set: &ScalarSet) -> u128 {

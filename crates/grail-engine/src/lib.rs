@@ -21,6 +21,7 @@
 //! ```
 
 mod compile;
+mod counted;
 mod error;
 mod inline;
 mod item_set;

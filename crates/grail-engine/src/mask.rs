@@ -140,6 +140,17 @@ impl Matcher {
             mask.len() >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
+        // Far from the bound of a bounded repetition, the mask is that of its twin loop
+        // (`counted.rs`): one state for every such position.
+        let twin = self.push_twin_step(&index);
+        self.fill_mask_here(&index, mask);
+        if twin {
+            self.rollback(1);
+        }
+    }
+
+    /// [`Matcher::fill_mask`] from the current step as it is.
+    fn fill_mask_here(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
         let mut key = Vec::new();
         let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
         if cacheable {
@@ -154,7 +165,7 @@ impl Matcher {
                 return;
             }
         }
-        self.compute_mask(&index, mask);
+        self.compute_mask(index, mask);
         if cacheable {
             let max_bytes = self.graph().limits.max_mask_cache_bytes;
             let mut cache = self

@@ -561,17 +561,28 @@ impl Matcher {
     /// Pushes a step holding `items` (some of the current ones), interned as a cached
     /// state when it fits, for walking them apart (always rolled back).
     pub(crate) fn push_items_step(&mut self, items: &[Item]) {
+        self.push_items_step_accepting(items, false);
+    }
+
+    /// Pushes a step holding `items` (in canonical order), accepting or not.
+    pub(crate) fn push_items_step_accepting(&mut self, items: &[Item], accepting: bool) {
         let current = *self.current();
         let items_start = self.items.len() as u32;
         self.items.extend_from_slice(items);
         let graph: &GrammarGraph = &self.grammar.inner;
-        let described = describe_step(items, false, &self.frames, &self.links, &mut self.scratch);
+        let described = describe_step(
+            items,
+            accepting,
+            &self.frames,
+            &self.links,
+            &mut self.scratch,
+        );
         let state = if described {
             Arc::make_mut(&mut self.cache).intern(
                 graph,
                 &self.scratch.key,
                 &self.scratch.state_items,
-                false,
+                accepting,
             )
         } else {
             NO_STATE
@@ -579,7 +590,7 @@ impl Matcher {
         self.steps.push(StepRecord {
             items_start,
             items_end: self.items.len() as u32,
-            accepting: false,
+            accepting,
             state,
             ..current
         });

@@ -309,3 +309,37 @@ proptest! {
         check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 10)?;
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Bounded repetitions long enough for masks to read their copies as a loop far from
+    /// the bound (tokens here are at most 4 bytes): masks still equal brute force, near
+    /// the bound included.
+    #[test]
+    fn masks_equal_brute_force_in_long_bounded_repetitions(seed in any::<u64>(), which in 0usize..9) {
+        let grammars = [
+            // One class: the bound is the longest run of its bytes a token starts with.
+            "root ::= \"x\" [bc]{0,12} \"d\" \"x\"?",
+            // Several characters per copy.
+            "root ::= \"x\" ( \"b\" | \"cd\" ){0,10} \"x\"",
+            // A chain of nested optionals, as JSON Schema converters write maxLength.
+            "root ::= \"x\" (item (item (item (item (item (item (item (item (item)?)?)?)?)?)?)?)?)? \"d\"\nitem ::= \"b\" | \"c\" \"c\"",
+            // Mandatory copies first, repeated.
+            "root ::= ( [bc]{2,11} \"d\" )*",
+            // Inside a rule called from two places.
+            "root ::= \"x\" s \"d\" s\ns ::= [bc]{0,9} \"x\"? | \"d\" s",
+            // Nested: the inner repetition keeps its twin, the outer has none.
+            "root ::= ( \"x\" [bc]{0,9} ){0,9} \"d\"",
+            // Copies that differ (an alternative that is empty): no twin, still exact.
+            "root ::= ( \"b\" | \"c\" \"d\"? ){0,12} \"x\"",
+            // A copy written before the repetition (`minLength: 1`) joins it.
+            "root ::= \"x\" [bc] [bc]{0,10} \"d\"",
+            "root ::= \"x\" item (item (item (item (item (item (item (item (item)?)?)?)?)?)?)?)? \"d\"\nitem ::= \"b\" | \"c\" \"c\"",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        let units: [&[u8]; 4] = [b"b", b"c", b"d", b"x"];
+        check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 16)?;
+    }
+}

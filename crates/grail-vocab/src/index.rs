@@ -7,6 +7,9 @@ use crate::loop_slice::{LoopSlice, LoopSlices};
 use crate::trie::TokenTrie;
 use crate::vocabulary::Vocabulary;
 
+/// Most byte classes whose longest run an index remembers.
+const MAX_REMEMBERED_RUNS: usize = 256;
+
 /// A vocabulary with the structures token masks need.
 #[derive(Debug, Clone)]
 pub struct VocabularyIndex {
@@ -14,12 +17,17 @@ pub struct VocabularyIndex {
     trie: TokenTrie,
     empty_text_ids: Vec<u32>,
     loop_slices: LoopSlices,
+    longest_text: u32,
+    /// Longest runs of byte classes asked for so far (see [`VocabularyIndex::longest_run`]);
+    /// clones share them (they depend on the trie alone).
+    longest_runs: Arc<std::sync::Mutex<Vec<(u128, u32)>>>,
 }
 
 impl VocabularyIndex {
     /// Indexes a vocabulary (builds its trie: one sort of the token texts).
     pub fn new(vocabulary: Vocabulary) -> VocabularyIndex {
         let trie = TokenTrie::new(&vocabulary);
+        let longest_text = trie.longest_token();
         let empty_text_ids = vocabulary
             .iter()
             .filter(|&(_, bytes, kind)| kind == crate::TokenKind::Text && bytes.is_empty())
@@ -30,6 +38,8 @@ impl VocabularyIndex {
             trie,
             empty_text_ids,
             loop_slices: LoopSlices::default(),
+            longest_text,
+            longest_runs: Default::default(),
         }
     }
 
@@ -48,6 +58,28 @@ impl VocabularyIndex {
     pub fn loop_slice(&self, class: u128) -> Option<Arc<LoopSlice>> {
         let mask_words = self.vocabulary.len().div_ceil(32);
         self.loop_slices.get(&self.trie, class, mask_words)
+    }
+
+    /// The length in bytes of the longest text token.
+    pub fn longest_text(&self) -> u32 {
+        self.longest_text
+    }
+
+    /// The most bytes of `class` ([`crate::byte_bit`] bits) any text token starts with:
+    /// computed on first need (a walk of the trie below such bytes), then remembered.
+    pub fn longest_run(&self, class: u128) -> u32 {
+        let mut known = self
+            .longest_runs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if let Some(&(_, run)) = known.iter().find(|(known, _)| *known == class) {
+            return run;
+        }
+        let run = self.trie.longest_run(class);
+        if known.len() < MAX_REMEMBERED_RUNS {
+            known.push((class, run));
+        }
+        run
     }
 
     /// Text tokens with no bytes (not in the trie; they change nothing when accepted).

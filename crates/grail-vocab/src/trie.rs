@@ -338,6 +338,29 @@ impl TokenTrie {
             [self.ascii_offsets[position] as usize..self.ascii_offsets[end] as usize]
     }
 
+    /// The most bytes a token starts with that are all in `class` ([`byte_bit`] bits; bit
+    /// 127 for any byte past ASCII): the deepest node reached from the root by such bytes.
+    pub fn longest_run(&self, class: u128) -> u32 {
+        let mut longest = 0;
+        let mut position = 1;
+        while position < self.nodes.len() {
+            let node = &self.nodes[position];
+            // Nodes are visited only below nodes whose path is in the class.
+            if class & byte_bit(node.byte) != 0 {
+                longest = longest.max(node.depth);
+                position += 1;
+            } else {
+                position += node.subtree_len as usize;
+            }
+        }
+        longest
+    }
+
+    /// The length in bytes of the longest token.
+    pub fn longest_token(&self) -> u32 {
+        self.nodes.iter().map(|node| node.depth).max().unwrap_or(0)
+    }
+
     /// The nodes, root first, in depth-first order.
     #[inline]
     pub fn nodes(&self) -> &[TrieNode] {

@@ -1,0 +1,167 @@
+//! Bounded repetitions read as loops by token masks.
+//!
+//! `X{0,n}` compiles to `n` nested optional copies of `X` (and JSON Schema converters
+//! write `maxLength` as the same nesting by hand: `char (char (char)?)?`). Each copy is
+//! its own parse state, so a mask inside a long string of such copies was a cold walk
+//! at every position, learning a new state for every byte of every token.
+//!
+//! But a token of `b` bytes can enter at most `b` more copies (each copy consumes at
+//! least a byte, and a copy that consumes none can be skipped). So where at least that
+//! many copies remain, the bound cannot be reached inside the next token, and the next
+//! token's mask is the mask of the same items in an unbounded loop `X*` followed by the
+//! same continuation. The compiler builds that loop (the *twin*) beside the copies; masks
+//! move items from such copies to the twin's matching nodes. Every position far from the
+//! bound then has one state and one mask: learned once, then a cache hit. Real steps
+//! (accepting tokens and text) never use the twin.
+
+use grail_grammar::{Symbol, SymbolKind};
+use grail_vocab::VocabularyIndex;
+
+use crate::compile::{Node, NodeId};
+use crate::matcher::{Item, Matcher};
+
+/// Repetitions with fewer optional copies than this get no twin (a token rarely stays
+/// that far from their bound).
+pub(crate) const TWIN_MIN_COPIES: u32 = 8;
+
+/// One optional copy of a bounded repetition that has a twin loop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CountedCopy {
+    /// The copy's nodes: `first..first + len`.
+    pub(crate) first: NodeId,
+    pub(crate) len: u32,
+    /// Copies from this one to the last, this one included.
+    pub(crate) remaining: u32,
+    /// The first node of the twin's body (same layout as the copy's).
+    pub(crate) twin: NodeId,
+    /// When the repeated symbol is one character class: its bytes as
+    /// [`grail_vocab::byte_bit`] bits (bit 127 for any byte past ASCII), so the bound is
+    /// the longest run of such bytes a token starts with rather than the longest token.
+    pub(crate) class_bytes: Option<u128>,
+}
+
+/// `(X (X (X)?)?)?` written out (as JSON Schema converters do for `maxLength`): the
+/// repeated symbol and how many levels, when `symbol` is such a chain of at least two.
+pub(crate) fn optional_chain(symbol: &Symbol) -> Option<(&Symbol, u32)> {
+    let mut depth = 0;
+    let mut repeated: Option<&Symbol> = None;
+    let mut link = symbol;
+    loop {
+        let SymbolKind::Repeat(repetition) = &link.kind else {
+            return None;
+        };
+        if repetition.min != 0 || repetition.max != Some(1) {
+            return None;
+        }
+        let (first, rest) = match &repetition.symbol.kind {
+            SymbolKind::Group(alternatives) => match alternatives.as_slice() {
+                [sequence] => match sequence.as_slice() {
+                    [only] => (only, None),
+                    [first, rest] => (first, Some(rest)),
+                    _ => (&repetition.symbol, None),
+                },
+                _ => (&repetition.symbol, None),
+            },
+            _ => (&repetition.symbol, None),
+        };
+        match repeated {
+            None => repeated = Some(first),
+            Some(known) if same_shape(known, first) => {}
+            Some(_) => return None,
+        }
+        depth += 1;
+        match rest {
+            Some(rest) => link = rest,
+            None => break,
+        }
+    }
+    (depth >= 2).then(|| (repeated.expect("a chain has a first link"), depth))
+}
+
+/// The repeated symbol and bounds of a bounded repetition (`X{m,n}`, or a chain of
+/// nested optionals: `X{0,depth}`).
+pub(crate) fn bounded_repetition_of(symbol: &Symbol) -> Option<(&Symbol, u32, u32)> {
+    if let Some((repeated, depth)) = optional_chain(symbol) {
+        return Some((repeated, 0, depth));
+    }
+    match &symbol.kind {
+        SymbolKind::Repeat(repetition) => repetition
+            .max
+            .map(|max| (&repetition.symbol, repetition.min, max)),
+        _ => None,
+    }
+}
+
+/// True when two symbols match the same way (their source locations aside).
+pub(crate) fn same_shape(a: &Symbol, b: &Symbol) -> bool {
+    grail_syntax::stack::deep(|| match (&a.kind, &b.kind) {
+        (SymbolKind::Group(left), SymbolKind::Group(right)) => {
+            left.len() == right.len()
+                && left.iter().zip(right).all(|(left, right)| {
+                    left.len() == right.len()
+                        && left.iter().zip(right).all(|(a, b)| same_shape(a, b))
+                })
+        }
+        (SymbolKind::Repeat(left), SymbolKind::Repeat(right)) => {
+            left.min == right.min
+                && left.max == right.max
+                && same_shape(&left.symbol, &right.symbol)
+        }
+        (left, right) => left == right,
+    })
+}
+
+/// True when two nodes of copies of one symbol are the same but for where they lead.
+pub(crate) fn same_node_shape(a: Node, b: Node) -> bool {
+    match (a, b) {
+        (Node::Char { code_point: x, .. }, Node::Char { code_point: y, .. }) => x == y,
+        (Node::Class { set: x, .. }, Node::Class { set: y, .. }) => x == y,
+        (Node::Any { .. }, Node::Any { .. }) => true,
+        (Node::Split { count: x, .. }, Node::Split { count: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+impl Matcher {
+    /// For a mask: when some current items sit in copies of a bounded repetition far
+    /// enough from its bound (see the module doc), pushes a step with those items moved
+    /// to the repetition's twin loop (the accepting flag kept) and returns true; the
+    /// caller rolls it back.
+    pub(crate) fn push_twin_step(&mut self, index: &VocabularyIndex) -> bool {
+        let graph = self.graph();
+        if graph.counted.is_empty() {
+            return false;
+        }
+        let mut moved: Option<Vec<Item>> = None;
+        let items = self.current_items();
+        for (position, item) in items.iter().enumerate() {
+            let found = graph
+                .counted
+                .partition_point(|copy| copy.first + copy.len <= item.node);
+            let Some(copy) = graph
+                .counted
+                .get(found)
+                .filter(|copy| copy.first <= item.node)
+            else {
+                continue;
+            };
+            let bound = match copy.class_bytes {
+                Some(bytes) => index.longest_run(bytes),
+                None => index.longest_text(),
+            };
+            if copy.remaining < bound {
+                continue;
+            }
+            let moved = moved.get_or_insert_with(|| items.to_vec());
+            moved[position].node = copy.twin + (item.node - copy.first);
+        }
+        let Some(mut moved) = moved else {
+            return false;
+        };
+        moved.sort_unstable_by_key(|item| (item.node, item.partial.to_bits(), item.frame));
+        moved.dedup_by_key(|item| (item.node, item.partial.to_bits(), item.frame));
+        let accepting = self.is_accepting();
+        self.push_items_step_accepting(&moved, accepting);
+        true
+    }
+}
