@@ -189,19 +189,30 @@ impl Matcher {
                 let slice = self.loop_slice_for(index, state, frames, range);
                 let mut ids = TokenIds::default();
                 let (frontier, escapes) = match &slice {
-                    // The slice's tokens at once, and the walk only where tokens leave it.
-                    Some(slice) => {
+                    // The slice's tokens at once, and the walk only where tokens leave it:
+                    // from the state at the root, from the loop below it.
+                    Some((slice, looping)) => {
                         let trie = index.trie();
-                        let exits: Vec<TrieRange> = slice
+                        let (first, deeper): (Vec<TrieRange>, Vec<TrieRange>) = slice
                             .exits()
                             .iter()
                             .map(|&position| TrieRange::with(trie, position as usize))
-                            .collect();
-                        self.record_walk(index, &mut ids, state, frames, &exits, words.len())
+                            .partition(|range| range.base_depth == 0 || *looping == state);
+                        let mask_words = words.len();
+                        let (mut frontier, mut escapes) =
+                            self.record_walk(index, &mut ids, state, frames, &first, mask_words);
+                        if !deeper.is_empty() {
+                            let (more_frontier, more_escapes) = self.record_walk(
+                                index, &mut ids, *looping, frames, &deeper, mask_words,
+                            );
+                            frontier.extend(more_frontier);
+                            escapes.extend(more_escapes);
+                        }
+                        (frontier, escapes)
                     }
                     None => self.record_walk(index, &mut ids, state, frames, &[range], words.len()),
                 };
-                let tokens = WalkTokens::new(slice, ids.0, words.len());
+                let tokens = WalkTokens::new(slice.map(|(slice, _)| slice), ids.0, words.len());
                 let walk = Arc::new(PureWalk {
                     tokens,
                     frontier,
@@ -217,25 +228,37 @@ impl Matcher {
         self.resolve_escapes(index, words, frames, &walk.escapes);
     }
 
-    /// The loop slice a walk of `range` from `state` may start with: for a walk of the
-    /// whole trie from a state that loops on many bytes without returning to a caller
-    /// (inside a string or a comment), the slice of those bytes.
+    /// The loop slice a walk of `range` from `state` may start with, and the state that
+    /// loops: for a walk of the whole trie from a state that loops on many bytes without
+    /// returning to a caller (inside a string or a comment), the slice of those bytes;
+    /// or from a state that every such byte takes into that loop, slots in place (the
+    /// first character of a string that must have one).
     fn loop_slice_for(
         &mut self,
         index: &VocabularyIndex,
         state: StateId,
         frames: &[u32],
         range: TrieRange,
-    ) -> Option<std::sync::Arc<grail_vocab::LoopSlice>> {
+    ) -> Option<(std::sync::Arc<grail_vocab::LoopSlice>, StateId)> {
         if range != TrieRange::all(index.trie()) {
             return None;
         }
+        let big = |class: u128| {
+            (class & !(1 << 127)).count_ones() >= LOOP_SLICE_MIN_ASCII_BYTES || class >> 127 == 1
+        };
         let class = self.closed_loop_class(state, frames, LOOP_SLICE_MIN_ASCII_BYTES);
-        let ascii = (class & !(1 << 127)).count_ones();
-        if ascii < LOOP_SLICE_MIN_ASCII_BYTES && class >> 127 == 0 {
+        if big(class) {
+            return Some((index.loop_slice(class)?, state));
+        }
+        // A loop entered by a letter (any byte of the loop would do; a letter is in most).
+        let looping = self
+            .step_to_state(state, frames, b'a')
+            .filter(|&looping| looping != state)?;
+        let class = self.closed_loop_class(looping, frames, LOOP_SLICE_MIN_ASCII_BYTES);
+        if !big(class) || !self.enters_on(state, frames, looping, class) {
             return None;
         }
-        index.loop_slice(class)
+        Some((index.loop_slice(class)?, looping))
     }
 
     /// Walks on below frontier groups (their states' slots standing for slots of the

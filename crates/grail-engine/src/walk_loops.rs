@@ -158,7 +158,12 @@ impl Matcher {
 
     /// The state `byte` takes `state` to, by a transition that keeps every slot, calls
     /// nothing and returns to no caller outside.
-    fn step_to_state(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<StateId> {
+    pub(crate) fn step_to_state(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+        byte: u8,
+    ) -> Option<StateId> {
         let transition = self.step_to(state, frames, byte, false)?;
         Some(self.step_cache().result(transition).target)
     }
@@ -204,6 +209,36 @@ impl Matcher {
     /// same place), some item accepts them, and `é` goes round through slot-keeping
     /// transitions. Every byte sequence that is a valid UTF-8 prefix then stays live.
     fn loops_on_non_ascii(&mut self, state: StateId, frames: &[u32]) -> bool {
+        self.steps_on_non_ascii_to(state, frames, state)
+    }
+
+    /// True when every byte of `class` ([`grail_vocab::byte_bit`] bits; bit 127: every
+    /// character past ASCII) takes `state` to `target` by a transition that keeps every
+    /// slot, calls nothing and returns to no caller outside.
+    pub(crate) fn enters_on(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+        target: StateId,
+        class: u128,
+    ) -> bool {
+        let mut ascii = class & !(1 << 127);
+        while ascii != 0 {
+            let bit = ascii.trailing_zeros();
+            ascii &= ascii - 1;
+            let bytes: &[u8] = if bit == 0 { &[0, 0x7F] } else { &[bit as u8] };
+            for &byte in bytes {
+                if self.step_to_state(state, frames, byte) != Some(target) {
+                    return false;
+                }
+            }
+        }
+        class >> 127 == 0 || self.steps_on_non_ascii_to(state, frames, target)
+    }
+
+    /// True when every character past ASCII takes `state` to `target` (see
+    /// [`Matcher::loops_on_non_ascii`]).
+    fn steps_on_non_ascii_to(&mut self, state: StateId, frames: &[u32], target: StateId) -> bool {
         let graph = self.graph();
         let mut some_accept = false;
         for &(node, partial, _) in self.step_cache().state(state).items.iter() {
@@ -223,6 +258,6 @@ impl Matcher {
         some_accept
             && self
                 .step_to_state(state, frames, 0xC3)
-                .is_some_and(|middle| self.step_to_state(middle, frames, 0xA9) == Some(state))
+                .is_some_and(|middle| self.step_to_state(middle, frames, 0xA9) == Some(target))
     }
 }
