@@ -19,7 +19,14 @@ import tempfile
 
 import numpy as np
 
-GRAMMAR_KINDS = {"json.gbnf": "json_gbnf", "c.gbnf": "c_gbnf", "toolcall.schema.json": "toolcall_schema"}
+# The harness's grammar kinds; "c_gbnf" is plain GBNF text to every peer, so it also
+# carries llama.cpp's conversion of the tool-call schema.
+GRAMMAR_KINDS = {
+    "json.gbnf": "json_gbnf",
+    "c.gbnf": "c_gbnf",
+    "toolcall.llamacpp.gbnf": "c_gbnf",
+    "toolcall.schema.json": "toolcall_schema",
+}
 
 
 def main():
@@ -27,7 +34,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", required=True, help="peer engine name in bench.py (llguidance, xgrammar, ...)")
     parser.add_argument("--vocab", required=True, help="vocabulary name under BENCH/vocab (smollm2, llama3)")
-    parser.add_argument("--grammar", required=True, help="grammar file under BENCH/inputs (json.gbnf, c.gbnf)")
+    parser.add_argument("--grammar", required=True, help="grammar file under BENCH/inputs (json.gbnf, c.gbnf, toolcall.llamacpp.gbnf)")
     parser.add_argument("--doc", required=True, help="document under BENCH/inputs")
     parser.add_argument("--steps", type=int, default=0, help="compare only the first N steps (0: all)")
     parser.add_argument("--bench", default=os.path.join(here, "../../shared/bench"))
