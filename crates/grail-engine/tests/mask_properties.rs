@@ -81,18 +81,7 @@ fn bulk_vocabulary() -> Arc<VocabularyIndex> {
         &[0x7F],
     ];
     let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
-    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
-    for _ in 0..3 {
-        layer = layer
-            .iter()
-            .flat_map(|prefix| {
-                units
-                    .iter()
-                    .map(move |unit| [prefix.as_slice(), unit].concat())
-            })
-            .collect();
-        tokens.extend(layer.iter().cloned());
-    }
+    tokens.extend(strings_over(&units, 3));
     tokens.push("世".as_bytes()[..2].to_vec());
     // `世` followed by up to two of a, b, é: a big subtree below `世`'s first byte that is
     // valid UTF-8 from inside the character, so walks can take it whole there.
@@ -269,10 +258,9 @@ fn end_of_generation_is_allowed_exactly_when_the_grammar_may_end() {
     assert!(matcher.is_token_allowed(5));
 }
 
-/// Every string of one to `longest` units over `units`, with an end-of-generation token
-/// first.
-fn strings_vocabulary(units: &[&[u8]], longest: usize) -> Arc<VocabularyIndex> {
-    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
+/// Every string of one to `longest` units over `units`, shortest first.
+fn strings_over(units: &[&[u8]], longest: usize) -> Vec<Vec<u8>> {
+    let mut strings = Vec::new();
     let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
     for _ in 0..longest {
         layer = layer
@@ -283,8 +271,16 @@ fn strings_vocabulary(units: &[&[u8]], longest: usize) -> Arc<VocabularyIndex> {
                     .map(move |unit| [prefix.as_slice(), unit].concat())
             })
             .collect();
-        tokens.extend(layer.iter().cloned());
+        strings.extend(layer.iter().cloned());
     }
+    strings
+}
+
+/// Every string of one to `longest` units over `units`, with an end-of-generation token
+/// first.
+fn strings_vocabulary(units: &[&[u8]], longest: usize) -> Arc<VocabularyIndex> {
+    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
+    tokens.extend(strings_over(units, longest));
     let mut kinds = vec![TokenKind::Text; tokens.len()];
     kinds[0] = TokenKind::Special;
     Arc::new(VocabularyIndex::new(Vocabulary::new(
@@ -316,10 +312,6 @@ proptest! {
         let units: [&[u8]; 4] = [b"b", b"c", b"d", b"x"];
         check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 10)?;
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Bounded repetitions long enough for masks to read their copies as a loop far from
     /// the bound (tokens here are at most 4 bytes): masks still equal brute force, near

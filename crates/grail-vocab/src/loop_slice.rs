@@ -155,18 +155,7 @@ fn set_ids(words: &mut [u32], ids: &[u32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocabulary::{TokenKind, Vocabulary};
-
-    fn trie_of(texts: &[&[u8]]) -> TokenTrie {
-        let vocabulary = Vocabulary::new(
-            "t",
-            texts.iter().map(|text| text.to_vec()).collect(),
-            vec![TokenKind::Text; texts.len()],
-            vec![],
-            None,
-        );
-        TokenTrie::new(&vocabulary)
-    }
+    use crate::trie::tests::trie_of;
 
     fn ids(words: &[u32]) -> Vec<u32> {
         (0..words.len() as u32 * 32)

@@ -375,11 +375,11 @@ impl TokenTrie {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The trie of a vocabulary of these text tokens (ids in order).
-    fn trie_of(texts: &[&[u8]]) -> TokenTrie {
+    pub(crate) fn trie_of(texts: &[&[u8]]) -> TokenTrie {
         let vocabulary = Vocabulary::new(
             "t",
             texts.iter().map(|text| text.to_vec()).collect(),
