@@ -122,46 +122,93 @@ pub(crate) fn same_node_shape(a: Node, b: Node) -> bool {
     }
 }
 
+/// How a mask may use twin loops (see [`Matcher::twin_plan`]).
+pub(crate) struct TwinPlan {
+    /// The current items with those in far copies moved to the twin.
+    pub(crate) items: Vec<Item>,
+    /// When the copies are within a token's reach of the bound: the twin's mask holds
+    /// too many tokens, exactly those starting with more than `run` bytes of `class`
+    /// (to remove from it).
+    pub(crate) too_long: Option<(u128, u32)>,
+}
+
 impl Matcher {
-    /// For a mask: when some current items sit in copies of a bounded repetition far
-    /// enough from its bound (see the module doc), pushes a step with those items moved
-    /// to the repetition's twin loop (the accepting flag kept) and returns true; the
-    /// caller rolls it back.
-    pub(crate) fn push_twin_step(&mut self, index: &VocabularyIndex) -> bool {
+    /// For a mask: whether some current items sit in copies of a bounded repetition whose
+    /// twin gives the mask (see the module doc). Far from the bound, the twin's mask is
+    /// the mask. Near it, for a repetition of one ASCII class where nothing else in the
+    /// step takes a byte of that class (whitespace before a value), the twin's mask
+    /// minus the tokens that start with more bytes of the class than copies remain: a
+    /// token whose run is longer would need more copies, and nothing else could take
+    /// the rest of its run.
+    pub(crate) fn twin_plan(&self, index: &VocabularyIndex) -> Option<TwinPlan> {
         let graph = self.graph();
         if graph.counted.is_empty() {
-            return false;
+            return None;
         }
-        let mut moved: Option<Vec<Item>> = None;
         let items = self.current_items();
-        for (position, item) in items.iter().enumerate() {
+        let copy_of = |node: NodeId| {
             let found = graph
                 .counted
-                .partition_point(|copy| copy.first + copy.len <= item.node);
-            let Some(copy) = graph
-                .counted
-                .get(found)
-                .filter(|copy| copy.first <= item.node)
-            else {
+                .partition_point(|copy| copy.first + copy.len <= node);
+            graph.counted.get(found).filter(|copy| copy.first <= node)
+        };
+        let mut moved: Option<Vec<Item>> = None;
+        let mut is_moved = vec![false; items.len()];
+        let mut near: Option<(u128, u32)> = None;
+        let mut near_consistent = true;
+        let mut far = false;
+        for (position, item) in items.iter().enumerate() {
+            let Some(copy) = copy_of(item.node) else {
                 continue;
             };
             let bound = match copy.class_bytes {
                 Some(bytes) => index.longest_run(bytes),
                 None => index.longest_text(),
             };
-            if copy.remaining < bound {
-                continue;
+            if copy.remaining >= bound {
+                far = true;
+            } else {
+                match copy.class_bytes {
+                    Some(bytes) if bytes >> 127 == 0 && copy.len == 1 => {
+                        let wanted = (bytes, copy.remaining);
+                        near_consistent &= near.is_none_or(|known| known == wanted);
+                        near = Some(wanted);
+                    }
+                    _ => continue,
+                }
             }
             let moved = moved.get_or_insert_with(|| items.to_vec());
             moved[position].node = copy.twin + (item.node - copy.first);
+            is_moved[position] = true;
         }
-        let Some(mut moved) = moved else {
-            return false;
+        let mut moved = moved?;
+        let too_long = match near {
+            None => None,
+            Some((class, run)) => {
+                // Every other item must refuse every byte of the class (and match no
+                // token by id, which the correction knows nothing of).
+                let others_refuse = items.iter().zip(&is_moved).all(|(item, &moved)| {
+                    moved
+                        || !item.partial.is_none()
+                        || match graph.nodes[item.node as usize] {
+                            Node::Char { code_point, .. } => {
+                                code_point >= 128 || class >> code_point & 1 == 0
+                            }
+                            Node::Class { set, .. } => graph.class_ascii[set as usize] & class == 0,
+                            _ => false,
+                        }
+                });
+                if far || !near_consistent || !others_refuse || class & 1 != 0 {
+                    return None;
+                }
+                Some((class, run))
+            }
         };
         moved.sort_unstable_by_key(|item| (item.node, item.partial.to_bits(), item.frame));
         moved.dedup_by_key(|item| (item.node, item.partial.to_bits(), item.frame));
-        let accepting = self.is_accepting();
-        self.push_items_step_accepting(&moved, accepting);
-        true
+        Some(TwinPlan {
+            items: moved,
+            too_long,
+        })
     }
 }

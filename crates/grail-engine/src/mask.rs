@@ -140,12 +140,32 @@ impl Matcher {
             mask.len() >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
-        // Far from the bound of a bounded repetition, the mask is that of its twin loop
-        // (`counted.rs`): one state for every such position.
-        let twin = self.push_twin_step(&index);
-        self.fill_mask_here(&index, mask);
-        if twin {
+        // In a bounded repetition, the mask comes from its twin loop (`counted.rs`): one
+        // state for every position far from the bound, and near it, one state less the
+        // tokens too long for the copies left.
+        let Some(plan) = self.twin_plan(&index) else {
+            return self.fill_mask_here(&index, mask);
+        };
+        let Some((class, run)) = plan.too_long else {
+            self.push_items_step_accepting(&plan.items, self.is_accepting());
+            self.fill_mask_here(&index, mask);
             self.rollback(1);
+            return;
+        };
+        let mut key = Vec::new();
+        let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
+        if cacheable && self.cached_mask(&key, mask) {
+            return;
+        }
+        self.push_items_step_accepting(&plan.items, self.is_accepting());
+        self.fill_mask_here(&index, mask);
+        self.rollback(1);
+        let too_long = index.tokens_with_run_longer_than(class, run);
+        for (word, too_long) in mask.words_mut().iter_mut().zip(too_long.iter()) {
+            *word &= !too_long;
+        }
+        if cacheable {
+            self.remember_mask(&key, mask);
         }
     }
 
@@ -153,27 +173,38 @@ impl Matcher {
     fn fill_mask_here(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
         let mut key = Vec::new();
         let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
-        if cacheable {
-            let cache = self
-                .mask_cache
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
-            if let Some(words) = cache.get(&key)
-                && words.len() == mask.words().len()
-            {
-                mask.words_mut().copy_from_slice(words);
-                return;
-            }
+        if cacheable && self.cached_mask(&key, mask) {
+            return;
         }
         self.compute_mask(index, mask);
         if cacheable {
-            let max_bytes = self.graph().limits.max_mask_cache_bytes;
-            let mut cache = self
-                .mask_cache
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
-            cache.insert(&key, mask.words(), max_bytes);
+            self.remember_mask(&key, mask);
         }
+    }
+
+    /// Copies the mask cached for state `key` into `mask`; false when there is none.
+    fn cached_mask(&self, key: &[u32], mask: &mut TokenBitmask) -> bool {
+        let cache = self
+            .mask_cache
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        match cache.get(key) {
+            Some(words) if words.len() == mask.words().len() => {
+                mask.words_mut().copy_from_slice(words);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Caches `mask` as the mask of state `key` (within the cache's byte limit).
+    fn remember_mask(&self, key: &[u32], mask: &TokenBitmask) {
+        let max_bytes = self.graph().limits.max_mask_cache_bytes;
+        let mut cache = self
+            .mask_cache
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        cache.insert(key, mask.words(), max_bytes);
     }
 
     /// Computes the mask of the current state from scratch.

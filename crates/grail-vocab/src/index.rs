@@ -10,6 +10,12 @@ use crate::vocabulary::Vocabulary;
 /// Most byte classes whose longest run an index remembers.
 const MAX_REMEMBERED_RUNS: usize = 256;
 
+/// Most (class, run) pairs whose long-run tokens an index remembers (a mask each).
+const MAX_REMEMBERED_LONG_RUNS: usize = 64;
+
+/// A (byte class, run) pair and the mask words of the tokens starting with a longer run.
+type LongRunTokens = ((u128, u32), Arc<[u32]>);
+
 /// A vocabulary with the structures token masks need.
 #[derive(Debug, Clone)]
 pub struct VocabularyIndex {
@@ -21,6 +27,9 @@ pub struct VocabularyIndex {
     /// Longest runs of byte classes asked for so far (see [`VocabularyIndex::longest_run`]);
     /// clones share them (they depend on the trie alone).
     longest_runs: Arc<std::sync::Mutex<Vec<(u128, u32)>>>,
+    /// Tokens with long runs asked for so far (see
+    /// [`VocabularyIndex::tokens_with_run_longer_than`]); shared by clones.
+    long_runs: Arc<std::sync::Mutex<Vec<LongRunTokens>>>,
 }
 
 impl VocabularyIndex {
@@ -40,6 +49,7 @@ impl VocabularyIndex {
             loop_slices: LoopSlices::default(),
             longest_text,
             longest_runs: Default::default(),
+            long_runs: Default::default(),
         }
     }
 
@@ -80,6 +90,28 @@ impl VocabularyIndex {
             known.push((class, run));
         }
         run
+    }
+
+    /// The text tokens that start with more than `run` bytes of `class`
+    /// ([`crate::byte_bit`] bits), as mask words: computed on first need (a walk of the
+    /// trie below such bytes), then remembered (for up to 64 pairs).
+    pub fn tokens_with_run_longer_than(&self, class: u128, run: u32) -> Arc<[u32]> {
+        let mut known = self
+            .long_runs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if let Some((_, words)) = known.iter().find(|(key, _)| *key == (class, run)) {
+            return words.clone();
+        }
+        let mut words = vec![0u32; self.vocabulary.len().div_ceil(32)];
+        for id in self.trie.tokens_with_run_longer_than(class, run) {
+            words[id as usize / 32] |= 1 << (id % 32);
+        }
+        let words: Arc<[u32]> = words.into();
+        if known.len() < MAX_REMEMBERED_LONG_RUNS {
+            known.push(((class, run), words.clone()));
+        }
+        words
     }
 
     /// Text tokens with no bytes (not in the trie; they change nothing when accepted).

@@ -356,6 +356,25 @@ impl TokenTrie {
         longest
     }
 
+    /// The tokens that start with more than `run` bytes of `class` ([`byte_bit`] bits):
+    /// every token below a node reached from the root by `run + 1` such bytes.
+    pub fn tokens_with_run_longer_than(&self, class: u128, run: u32) -> Vec<u32> {
+        let mut ids = Vec::new();
+        let mut position = 1;
+        while position < self.nodes.len() {
+            let node = &self.nodes[position];
+            if class & byte_bit(node.byte) == 0 {
+                position += node.subtree_len as usize;
+            } else if node.depth > run {
+                ids.extend_from_slice(self.subtree_tokens(position));
+                position += node.subtree_len as usize;
+            } else {
+                position += 1;
+            }
+        }
+        ids
+    }
+
     /// The length in bytes of the longest token.
     pub fn longest_token(&self) -> u32 {
         self.nodes.iter().map(|node| node.depth).max().unwrap_or(0)
