@@ -134,6 +134,7 @@ impl CompiledGrammar {
             class_index: std::collections::HashMap::new(),
             token_sets: Vec::new(),
             counted: Vec::new(),
+            not_chains: std::collections::HashSet::new(),
         };
         // Only rules that are called (not inlined) get their own automaton: the root,
         // then whatever the compiled rules call.
@@ -244,6 +245,8 @@ struct GraphBuilder<'a, 'o> {
     class_index: std::collections::HashMap<grail_grammar::CharSet, u32>,
     token_sets: Vec<TokenSet>,
     counted: Vec<CountedCopy>,
+    /// Nested optionals found not to be chains of one symbol (see `optional_chain`).
+    not_chains: std::collections::HashSet<usize>,
 }
 
 impl GraphBuilder<'_, '_> {
@@ -307,7 +310,8 @@ impl GraphBuilder<'_, '_> {
             end -= 1;
             // `X X{m,n}` (as converters write `minLength: 1`) is `X{m+1,n+1}`: one
             // repetition, so its twin covers the first copy too.
-            if let Some((repeated, min, max)) = bounded_repetition_of(symbol) {
+            if let Some((repeated, min, max)) = bounded_repetition_of(symbol, &mut self.not_chains)
+            {
                 let mut before = 0;
                 while end > before && same_shape(&symbols[end - 1 - before], repeated) {
                     before += 1;
@@ -394,8 +398,10 @@ impl GraphBuilder<'_, '_> {
                     });
                     self.push(Node::Token { set: index, next })
                 }
-                SymbolKind::Repeat(_) if optional_chain(symbol).is_some() => {
-                    let (repeated, depth) = optional_chain(symbol).expect("checked above");
+                SymbolKind::Repeat(_)
+                    if let Some((repeated, depth)) =
+                        optional_chain(symbol, &mut self.not_chains) =>
+                {
                     self.bounded_repetition(repeated, 0, depth, next)
                 }
                 SymbolKind::Repeat(repetition) => match repetition.max {

@@ -14,6 +14,8 @@
 //! bound then has one state and one mask: learned once, then a cache hit. Real steps
 //! (accepting tokens and text) never use the twin.
 
+use std::collections::HashSet;
+
 use grail_grammar::{Symbol, SymbolKind};
 use grail_vocab::VocabularyIndex;
 
@@ -42,11 +44,32 @@ pub(crate) struct CountedCopy {
 
 /// `(X (X (X)?)?)?` written out (as JSON Schema converters do for `maxLength`): the
 /// repeated symbol and how many levels, when `symbol` is such a chain of at least two.
-pub(crate) fn optional_chain(symbol: &Symbol) -> Option<(&Symbol, u32)> {
+/// `not_chains` remembers the links (by address) of chains that failed, so compiling a
+/// long chain that fails deep inside stays linear: every link down to the failure fails
+/// for the same reason.
+pub(crate) fn optional_chain<'s>(
+    symbol: &'s Symbol,
+    not_chains: &mut HashSet<usize>,
+) -> Option<(&'s Symbol, u32)> {
+    let address = |symbol: &Symbol| symbol as *const Symbol as usize;
+    if not_chains.contains(&address(symbol)) {
+        return None;
+    }
+    let mut links: Vec<&Symbol> = Vec::new();
+    let found = chain_links(symbol, &mut links);
+    if found.is_none() {
+        not_chains.extend(links.iter().map(|&link| address(link)));
+    }
+    found
+}
+
+/// The chain below `symbol` (see [`optional_chain`]), pushing each link visited.
+fn chain_links<'s>(symbol: &'s Symbol, links: &mut Vec<&'s Symbol>) -> Option<(&'s Symbol, u32)> {
     let mut depth = 0;
     let mut repeated: Option<&Symbol> = None;
     let mut link = symbol;
     loop {
+        links.push(link);
         let SymbolKind::Repeat(repetition) = &link.kind else {
             return None;
         };
@@ -80,8 +103,11 @@ pub(crate) fn optional_chain(symbol: &Symbol) -> Option<(&Symbol, u32)> {
 
 /// The repeated symbol and bounds of a bounded repetition (`X{m,n}`, or a chain of
 /// nested optionals: `X{0,depth}`).
-pub(crate) fn bounded_repetition_of(symbol: &Symbol) -> Option<(&Symbol, u32, u32)> {
-    if let Some((repeated, depth)) = optional_chain(symbol) {
+pub(crate) fn bounded_repetition_of<'s>(
+    symbol: &'s Symbol,
+    not_chains: &mut HashSet<usize>,
+) -> Option<(&'s Symbol, u32, u32)> {
+    if let Some((repeated, depth)) = optional_chain(symbol, not_chains) {
         return Some((repeated, 0, depth));
     }
     match &symbol.kind {

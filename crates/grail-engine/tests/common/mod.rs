@@ -23,7 +23,9 @@ pub fn term(rules: usize) -> impl Strategy<Value = String> {
         prop_oneof![
             (
                 inner.clone(),
-                prop::sample::select(vec!["*", "+", "?", "{2}", "{0,2}", "{1,}", "{0,9}", "{1,10}"])
+                prop::sample::select(vec![
+                    "*", "+", "?", "{2}", "{0,2}", "{1,}", "{0,9}", "{1,10}"
+                ])
             )
                 .prop_map(|(term, quantifier)| format!("({term}){quantifier}")),
             prop::collection::vec(inner.clone(), 1..3)
