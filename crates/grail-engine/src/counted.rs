@@ -9,9 +9,12 @@
 //! least a byte, and a copy that consumes none can be skipped). So where at least that
 //! many copies remain, the bound cannot be reached inside the next token, and the next
 //! token's mask is the mask of the same items in an unbounded loop `X*` followed by the
-//! same continuation. The compiler builds that loop (the *twin*) beside the copies; masks
-//! move items from such copies to the twin's matching nodes. Every position far from the
-//! bound then has one state and one mask: learned once, then a cache hit. Real steps
+//! same continuation. The compiler builds that loop (the *twin*, `X{m} X*` for
+//! `X{m,n}`) beside the copies; masks move items from such copies to the twin's matching
+//! nodes. Every position far from the bound then has one state and one mask: learned
+//! once, then a cache hit. Near the bound, a repetition of one ASCII class that nothing
+//! after it can continue (whitespace before a value) still takes the twin's mask, less
+//! the tokens whose run of the class is longer than the copies left. Real steps
 //! (accepting tokens and text) never use the twin.
 
 use std::collections::HashSet;
@@ -26,15 +29,16 @@ use crate::matcher::{Item, Matcher};
 /// that far from their bound).
 pub(crate) const TWIN_MIN_COPIES: u32 = 8;
 
-/// One optional copy of a bounded repetition that has a twin loop.
+/// One copy (optional or mandatory) of a bounded repetition that has a twin loop.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CountedCopy {
-    /// The copy's nodes: `first..first + len`.
+    /// The copy's first node.
     pub(crate) first: NodeId,
+    /// How many nodes each copy has (`first..first + len`).
     pub(crate) len: u32,
     /// Copies from this one to the last, this one included.
     pub(crate) remaining: u32,
-    /// The first node of the twin's body (same layout as the copy's).
+    /// The first node of the copy's counterpart in the twin (same layout).
     pub(crate) twin: NodeId,
     /// When the repeated symbol is one character class: its bytes as
     /// [`grail_vocab::byte_bit`] bits (bit 127 for any byte past ASCII), so the bound is
