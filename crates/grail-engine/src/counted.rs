@@ -18,6 +18,7 @@
 //! (accepting tokens and text) never use the twin.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use grail_grammar::{Symbol, SymbolKind};
 use grail_vocab::VocabularyIndex;
@@ -152,6 +153,27 @@ pub(crate) fn same_node_shape(a: Node, b: Node) -> bool {
     }
 }
 
+impl Matcher {
+    /// For each copy with a twin, the copies that must remain for a mask to read it as
+    /// the twin: the longest run of its class a token starts with, or the longest token.
+    fn twin_bounds(&mut self, index: &VocabularyIndex) -> Arc<[u32]> {
+        if let Some(bounds) = &self.twin_bounds {
+            return bounds.clone();
+        }
+        let bounds: Arc<[u32]> = self
+            .graph()
+            .counted
+            .iter()
+            .map(|copy| match copy.class_bytes {
+                Some(bytes) => index.longest_run(bytes),
+                None => index.longest_text(),
+            })
+            .collect();
+        self.twin_bounds = Some(bounds.clone());
+        bounds
+    }
+}
+
 /// How a mask may use twin loops (see [`Matcher::twin_plan`]).
 pub(crate) struct TwinPlan {
     /// The current items with those in far copies moved to the twin.
@@ -170,17 +192,22 @@ impl Matcher {
     /// minus the tokens that start with more bytes of the class than copies remain: a
     /// token whose run is longer would need more copies, and nothing else could take
     /// the rest of its run.
-    pub(crate) fn twin_plan(&self, index: &VocabularyIndex) -> Option<TwinPlan> {
-        let graph = self.graph();
-        if graph.counted.is_empty() {
+    pub(crate) fn twin_plan(&mut self, index: &VocabularyIndex) -> Option<TwinPlan> {
+        if self.graph().counted.is_empty() {
             return None;
         }
+        let bounds = self.twin_bounds(index);
+        let graph = self.graph();
         let items = self.current_items();
         let copy_of = |node: NodeId| {
             let found = graph
                 .counted
                 .partition_point(|copy| copy.first + copy.len <= node);
-            graph.counted.get(found).filter(|copy| copy.first <= node)
+            graph
+                .counted
+                .get(found)
+                .filter(|copy| copy.first <= node)
+                .map(|copy| (copy, bounds[found]))
         };
         let mut moved: Option<Vec<Item>> = None;
         let mut is_moved = vec![false; items.len()];
@@ -188,12 +215,8 @@ impl Matcher {
         let mut near_consistent = true;
         let mut far = false;
         for (position, item) in items.iter().enumerate() {
-            let Some(copy) = copy_of(item.node) else {
+            let Some((copy, bound)) = copy_of(item.node) else {
                 continue;
-            };
-            let bound = match copy.class_bytes {
-                Some(bytes) => index.longest_run(bytes),
-                None => index.longest_text(),
             };
             if copy.remaining >= bound {
                 far = true;

@@ -18,7 +18,7 @@ use grail_vocab::{TokenBitmask, VocabularyIndex};
 use crate::compile::{CompiledGrammar, Node};
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
-use crate::matcher::Matcher;
+use crate::matcher::{Item, Matcher};
 use crate::pure_walk::{TrieRange, set_tokens};
 use crate::step_cache::StateId;
 
@@ -147,23 +147,35 @@ impl Matcher {
             return self.fill_mask_here(&index, mask);
         };
         let Some((class, run)) = plan.too_long else {
-            self.push_items_step_accepting(&plan.items, self.is_accepting());
-            self.fill_mask_here(&index, mask);
-            self.rollback(1);
-            return;
+            return self.fill_twin_mask(&index, &plan.items, mask);
         };
         let mut key = Vec::new();
         let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
         if cacheable && self.cached_mask(&key, mask) {
             return;
         }
-        self.push_items_step_accepting(&plan.items, self.is_accepting());
-        self.fill_mask_here(&index, mask);
-        self.rollback(1);
+        self.fill_twin_mask(&index, &plan.items, mask);
         let too_long = index.tokens_with_run_longer_than(class, run);
         for (word, too_long) in mask.words_mut().iter_mut().zip(too_long.iter()) {
             *word &= !too_long;
         }
+        if cacheable {
+            self.remember_mask(&key, mask);
+        }
+    }
+
+    /// The mask of a step holding `items` (the current ones moved to a twin loop, the
+    /// accepting flag kept): cached by that step's state, computed on a pushed step.
+    fn fill_twin_mask(&mut self, index: &VocabularyIndex, items: &[Item], mask: &mut TokenBitmask) {
+        let accepting = self.is_accepting();
+        let mut key = Vec::new();
+        let cacheable = self.state_key_of(items, accepting, &mut key, MAX_KEY_WORDS);
+        if cacheable && self.cached_mask(&key, mask) {
+            return;
+        }
+        self.push_items_step_accepting(items, accepting);
+        self.compute_mask(index, mask);
+        self.rollback(1);
         if cacheable {
             self.remember_mask(&key, mask);
         }

@@ -135,6 +135,10 @@ pub struct Matcher {
     pub(crate) mask_cache: Arc<std::sync::Mutex<MaskCache>>,
     /// Buffers of token-trie walks, reused.
     pub(crate) walk_buffers: WalkBufferPool,
+    /// For each copy of a bounded repetition with a twin, how many copies must remain
+    /// for masks to read it as the twin (with this vocabulary; see `counted.rs`). Computed
+    /// on first need, shared with forks.
+    pub(crate) twin_bounds: Option<Arc<[u32]>>,
 }
 
 impl Matcher {
@@ -153,6 +157,7 @@ impl Matcher {
             steps_dropped: 0,
             mask_cache: Arc::default(),
             walk_buffers: WalkBufferPool::default(),
+            twin_bounds: None,
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 ..Scratch::default()
@@ -477,9 +482,20 @@ impl Matcher {
     /// numbered in the order met (so equal parse states from different histories give
     /// equal keys). False when the description would exceed `max_len` words.
     pub(crate) fn state_key(&self, key: &mut Vec<u32>, max_len: usize) -> bool {
+        self.state_key_of(self.current_items(), self.current().accepting, key, max_len)
+    }
+
+    /// [`Matcher::state_key`] of a step that would hold `items` (with the current
+    /// frames), accepting or not.
+    pub(crate) fn state_key_of(
+        &self,
+        items: &[Item],
+        accepting: bool,
+        key: &mut Vec<u32>,
+        max_len: usize,
+    ) -> bool {
         key.clear();
-        let items = self.current_items();
-        key.push(u32::from(self.current().accepting));
+        key.push(u32::from(accepting));
         key.push(items.len() as u32);
         let mut slots: Vec<u32> = Vec::new();
         let slot_of = |frame: u32, slots: &mut Vec<u32>| -> u32 {
