@@ -398,32 +398,39 @@ impl GraphBuilder<'_, '_> {
                     });
                     self.push(Node::Token { set: index, next })
                 }
-                SymbolKind::Repeat(_)
-                    if let Some((repeated, depth)) =
-                        optional_chain(symbol, &mut self.not_chains) =>
-                {
-                    self.bounded_repetition(repeated, 0, depth, next)
+                SymbolKind::Repeat(repetition) => {
+                    // `(X (X (X)?)?)?` written out is `X{0,3}`.
+                    if let Some((repeated, depth)) = optional_chain(symbol, &mut self.not_chains) {
+                        return self.bounded_repetition(repeated, 0, depth, next);
+                    }
+                    self.repetition(repetition, next)
                 }
-                SymbolKind::Repeat(repetition) => match repetition.max {
-                    Some(max) => {
-                        self.bounded_repetition(&repetition.symbol, repetition.min, max, next)
-                    }
-                    None => {
-                        // A loop: the split is made first so the body can point back at it.
-                        let first = self.split_targets.len() as u32;
-                        self.split_targets.extend_from_slice(&[0, next]);
-                        let loop_head = self.push(Node::Split { first, count: 2 })?;
-                        let body = self.symbol(&repetition.symbol, loop_head)?;
-                        self.split_targets[first as usize] = body;
-                        let mut start = loop_head;
-                        for _ in 0..repetition.min {
-                            start = self.symbol(&repetition.symbol, start)?;
-                        }
-                        Ok(start)
-                    }
-                },
             }
         })
+    }
+
+    /// `symbol{min,max}` or `symbol{min,}`.
+    fn repetition(
+        &mut self,
+        repetition: &grail_grammar::Repetition,
+        next: NodeId,
+    ) -> Result<NodeId, CompileError> {
+        match repetition.max {
+            Some(max) => self.bounded_repetition(&repetition.symbol, repetition.min, max, next),
+            None => {
+                // A loop: the split is made first so the body can point back at it.
+                let first = self.split_targets.len() as u32;
+                self.split_targets.extend_from_slice(&[0, next]);
+                let loop_head = self.push(Node::Split { first, count: 2 })?;
+                let body = self.symbol(&repetition.symbol, loop_head)?;
+                self.split_targets[first as usize] = body;
+                let mut start = loop_head;
+                for _ in 0..repetition.min {
+                    start = self.symbol(&repetition.symbol, start)?;
+                }
+                Ok(start)
+            }
+        }
     }
 }
 
