@@ -131,10 +131,10 @@ impl CompiledGrammar {
             classes: Vec::new(),
             class_negated: Vec::new(),
             class_listed: Vec::new(),
-            class_index: std::collections::HashMap::new(),
+            class_index: rustc_hash::FxHashMap::default(),
             token_sets: Vec::new(),
             counted: Vec::new(),
-            not_chains: std::collections::HashSet::new(),
+            not_chains: rustc_hash::FxHashSet::default(),
         };
         // Only rules that are called (not inlined) get their own automaton: the root,
         // then whatever the compiled rules call.
@@ -242,11 +242,11 @@ struct GraphBuilder<'a, 'o> {
     class_negated: Vec<bool>,
     class_listed: Vec<ScalarSet>,
     /// Each distinct class written, with its index in `classes`.
-    class_index: std::collections::HashMap<grail_grammar::CharSet, u32>,
+    class_index: rustc_hash::FxHashMap<grail_grammar::CharSet, u32>,
     token_sets: Vec<TokenSet>,
     counted: Vec<CountedCopy>,
     /// Nested optionals found not to be chains of one symbol (see `optional_chain`).
-    not_chains: std::collections::HashSet<usize>,
+    not_chains: rustc_hash::FxHashSet<usize>,
 }
 
 impl GraphBuilder<'_, '_> {

@@ -17,11 +17,11 @@
 //! the tokens whose run of the class is longer than the copies left. Real steps
 //! (accepting tokens and text) never use the twin.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use grail_grammar::{Symbol, SymbolKind};
 use grail_vocab::VocabularyIndex;
+use rustc_hash::FxHashSet;
 
 use crate::compile::{Node, NodeId};
 use crate::matcher::{Item, Matcher};
@@ -54,7 +54,7 @@ pub(crate) struct CountedCopy {
 /// for the same reason.
 pub(crate) fn optional_chain<'s>(
     symbol: &'s Symbol,
-    not_chains: &mut HashSet<usize>,
+    not_chains: &mut FxHashSet<usize>,
 ) -> Option<(&'s Symbol, u32)> {
     let address = |symbol: &Symbol| symbol as *const Symbol as usize;
     if not_chains.contains(&address(symbol)) {
@@ -110,7 +110,7 @@ fn chain_links<'s>(symbol: &'s Symbol, links: &mut Vec<&'s Symbol>) -> Option<(&
 /// nested optionals: `X{0,depth}`).
 pub(crate) fn bounded_repetition_of<'s>(
     symbol: &'s Symbol,
-    not_chains: &mut HashSet<usize>,
+    not_chains: &mut FxHashSet<usize>,
 ) -> Option<(&'s Symbol, u32, u32)> {
     if let Some((repeated, depth)) = optional_chain(symbol, not_chains) {
         return Some((repeated, 0, depth));
