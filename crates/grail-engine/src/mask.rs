@@ -13,13 +13,13 @@
 
 use std::sync::Arc;
 
-use grail_vocab::{TokenBitmask, VocabularyIndex};
+use grail_vocab::{TokenBitmask, VocabularyIndex, set_ids};
 
 use crate::compile::{CompiledGrammar, Node};
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
 use crate::matcher::{Item, Matcher};
-use crate::pure_walk::{TrieRange, set_tokens};
+use crate::pure_walk::TrieRange;
 use crate::step_cache::StateId;
 
 /// Trie ranges at least this big (or a sixteenth of the trie, in small vocabularies) are
@@ -326,7 +326,7 @@ impl Matcher {
             }
             if matches!(self.step_byte(node.byte), Ok(true)) {
                 depth += 1;
-                set_tokens(words, trie.tokens_at(node));
+                set_ids(words, trie.tokens_at(node));
                 if let Some(state) = self.current_state(&mut frames) {
                     // Cached from here on: walk this node's subtree along the table.
                     let below = TrieRange::below(trie, position);

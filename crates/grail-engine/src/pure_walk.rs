@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use grail_vocab::VocabularyIndex;
+use grail_vocab::{VocabularyIndex, set_ids};
 
 use crate::matcher::Matcher;
 use crate::step_cache::{
@@ -298,7 +298,7 @@ impl Matcher {
             ranges.clear();
             for position in nodes {
                 let position = position as usize;
-                set_tokens(words, trie.tokens_at(&trie.nodes()[position]));
+                set_ids(words, trie.tokens_at(&trie.nodes()[position]));
                 ranges.push(TrieRange::below(trie, position));
             }
             self.walk_ranges(index, words, ranges);
@@ -608,7 +608,7 @@ pub(crate) trait TokenSink {
 impl TokenSink for [u32] {
     #[inline]
     fn add(&mut self, ids: &[u32]) {
-        set_tokens(self, ids);
+        set_ids(self, ids);
     }
 }
 
@@ -621,12 +621,5 @@ impl TokenSink for TokenIds {
     #[inline]
     fn add(&mut self, ids: &[u32]) {
         self.0.extend_from_slice(ids);
-    }
-}
-
-/// Sets the bits of `ids` in a mask's words.
-pub(crate) fn set_tokens(words: &mut [u32], ids: &[u32]) {
-    for &id in ids {
-        words[id as usize / 32] |= 1 << (id % 32);
     }
 }

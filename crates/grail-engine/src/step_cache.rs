@@ -21,6 +21,7 @@
 
 use std::sync::Arc;
 
+use grail_vocab::set_ids;
 use rustc_hash::FxHashMap;
 
 use crate::compile::{GrammarGraph, Node, NodeId};
@@ -180,9 +181,7 @@ impl WalkTokens {
             return WalkTokens::Ids(ids.into_boxed_slice());
         }
         let mut words = vec![0u32; mask_words];
-        for id in ids {
-            words[id as usize / 32] |= 1 << (id % 32);
-        }
+        set_ids(&mut words, &ids);
         WalkTokens::Words(words.into_boxed_slice())
     }
 
@@ -194,18 +193,12 @@ impl WalkTokens {
                     *word |= own;
                 }
             }
-            WalkTokens::Ids(ids) => {
-                for &id in ids.iter() {
-                    words[id as usize / 32] |= 1 << (id % 32);
-                }
-            }
+            WalkTokens::Ids(ids) => set_ids(words, ids),
             WalkTokens::Slice(slice, ids) => {
                 for (word, own) in words.iter_mut().zip(slice.words()) {
                     *word |= own;
                 }
-                for &id in ids.iter() {
-                    words[id as usize / 32] |= 1 << (id % 32);
-                }
+                set_ids(words, ids);
             }
         }
     }

@@ -3,10 +3,10 @@
 //! One return step per group of nodes that the same frames escaped from; each child's
 //! byte looked up once per group; every surviving child walked in one table walk.
 
-use grail_vocab::VocabularyIndex;
+use grail_vocab::{VocabularyIndex, set_ids};
 
 use crate::matcher::Matcher;
-use crate::pure_walk::{TrieRange, set_tokens};
+use crate::pure_walk::TrieRange;
 use crate::step_cache::{DEAD, EscapeGroup};
 
 impl Matcher {
@@ -76,7 +76,7 @@ impl Matcher {
                         let position = position as usize;
                         let node = &trie.nodes()[position];
                         if viable {
-                            set_tokens(words, trie.tokens_at(node));
+                            set_ids(words, trie.tokens_at(node));
                         }
                         let mut child = position + 1;
                         while child < position + node.subtree_len as usize {

@@ -1,6 +1,14 @@
 //! The token bitmask: one bit per token, packed in `u32` words, bit `id % 32` of word
 //! `id / 32` (the layout llama.cpp, xgrammar and vLLM use), 1 = allowed.
 
+/// Sets the bits of token `ids` in a mask's words (the layout of [`TokenBitmask`]).
+#[inline]
+pub fn set_ids(words: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        words[id as usize / 32] |= 1 << (id % 32);
+    }
+}
+
 /// A set of allowed token ids over a vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenBitmask {

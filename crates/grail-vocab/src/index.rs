@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::bitmask::set_ids;
 use crate::loop_slice::{LoopSlice, LoopSlices};
 use crate::trie::TokenTrie;
 use crate::vocabulary::Vocabulary;
@@ -104,9 +105,10 @@ impl VocabularyIndex {
             return words.clone();
         }
         let mut words = vec![0u32; self.vocabulary.len().div_ceil(32)];
-        for id in self.trie.tokens_with_run_longer_than(class, run) {
-            words[id as usize / 32] |= 1 << (id % 32);
-        }
+        set_ids(
+            &mut words,
+            &self.trie.tokens_with_run_longer_than(class, run),
+        );
         let words: Arc<[u32]> = words.into();
         if known.len() < MAX_REMEMBERED_LONG_RUNS {
             known.push(((class, run), words.clone()));

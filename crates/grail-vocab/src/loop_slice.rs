@@ -11,6 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::bitmask::set_ids;
 use crate::trie::{TokenTrie, byte_bit, next_utf8_phase};
 
 /// Most slices one vocabulary keeps (each is a bitmask of the vocabulary and a list of
@@ -143,12 +144,6 @@ impl Clone for LoopSlices {
         LoopSlices {
             built: Mutex::new(built.clone()),
         }
-    }
-}
-
-fn set_ids(words: &mut [u32], ids: &[u32]) {
-    for &id in ids {
-        words[id as usize / 32] |= 1 << (id % 32);
     }
 }
 
