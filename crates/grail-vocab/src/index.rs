@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::bitmask::set_ids;
-use crate::loop_slice::{LoopSlice, LoopSlices};
+use crate::loop_slice::{LoopSlice, MAX_LOOP_SLICES};
+use crate::memo::Memo;
 use crate::trie::TokenTrie;
 use crate::vocabulary::Vocabulary;
 
@@ -14,23 +15,20 @@ const MAX_REMEMBERED_RUNS: usize = 256;
 /// Most (class, run) pairs whose long-run tokens an index remembers (a mask each).
 const MAX_REMEMBERED_LONG_RUNS: usize = 64;
 
-/// A (byte class, run) pair and the mask words of the tokens starting with a longer run.
-type LongRunTokens = ((u128, u32), Arc<[u32]>);
-
 /// A vocabulary with the structures token masks need.
 #[derive(Debug, Clone)]
 pub struct VocabularyIndex {
     vocabulary: Vocabulary,
     trie: TokenTrie,
     empty_text_ids: Vec<u32>,
-    loop_slices: LoopSlices,
     longest_text: u32,
-    /// Longest runs of byte classes asked for so far (see [`VocabularyIndex::longest_run`]);
-    /// clones share them (they depend on the trie alone).
-    longest_runs: Arc<std::sync::Mutex<Vec<(u128, u32)>>>,
-    /// Tokens with long runs asked for so far (see
-    /// [`VocabularyIndex::tokens_with_run_longer_than`]); shared by clones.
-    long_runs: Arc<std::sync::Mutex<Vec<LongRunTokens>>>,
+    /// Loop slices by byte class (see [`VocabularyIndex::loop_slice`]).
+    loop_slices: Memo<u128, Arc<LoopSlice>>,
+    /// Longest runs by byte class (see [`VocabularyIndex::longest_run`]).
+    longest_runs: Memo<u128, u32>,
+    /// Tokens with long runs by (byte class, run) (see
+    /// [`VocabularyIndex::tokens_with_run_longer_than`]).
+    long_runs: Memo<(u128, u32), Arc<[u32]>>,
 }
 
 impl VocabularyIndex {
@@ -47,10 +45,10 @@ impl VocabularyIndex {
             vocabulary,
             trie,
             empty_text_ids,
-            loop_slices: LoopSlices::default(),
             longest_text,
-            longest_runs: Default::default(),
-            long_runs: Default::default(),
+            loop_slices: Memo::new(MAX_LOOP_SLICES),
+            longest_runs: Memo::new(MAX_REMEMBERED_RUNS),
+            long_runs: Memo::new(MAX_REMEMBERED_LONG_RUNS),
         }
     }
 
@@ -68,7 +66,9 @@ impl VocabularyIndex {
     /// shared; `None` once [`crate::MAX_LOOP_SLICES`] classes have slices.
     pub fn loop_slice(&self, class: u128) -> Option<Arc<LoopSlice>> {
         let mask_words = self.vocabulary.len().div_ceil(32);
-        self.loop_slices.get(&self.trie, class, mask_words)
+        self.loop_slices.get_or_build(class, || {
+            Arc::new(LoopSlice::new(&self.trie, class, mask_words))
+        })
     }
 
     /// The length in bytes of the longest text token.
@@ -79,41 +79,27 @@ impl VocabularyIndex {
     /// The most bytes of `class` ([`crate::byte_bit`] bits) any text token starts with:
     /// computed on first need (a walk of the trie below such bytes), then remembered.
     pub fn longest_run(&self, class: u128) -> u32 {
-        let mut known = self
-            .longest_runs
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if let Some(&(_, run)) = known.iter().find(|(known, _)| *known == class) {
-            return run;
-        }
-        let run = self.trie.longest_run(class);
-        if known.len() < MAX_REMEMBERED_RUNS {
-            known.push((class, run));
-        }
-        run
+        let run = || self.trie.longest_run(class);
+        self.longest_runs
+            .get_or_build(class, run)
+            .unwrap_or_else(run)
     }
 
     /// The text tokens that start with more than `run` bytes of `class`
     /// ([`crate::byte_bit`] bits), as mask words: computed on first need (a walk of the
     /// trie below such bytes), then remembered (for up to 64 pairs).
     pub fn tokens_with_run_longer_than(&self, class: u128, run: u32) -> Arc<[u32]> {
-        let mut known = self
-            .long_runs
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if let Some((_, words)) = known.iter().find(|(key, _)| *key == (class, run)) {
-            return words.clone();
-        }
-        let mut words = vec![0u32; self.vocabulary.len().div_ceil(32)];
-        set_ids(
-            &mut words,
-            &self.trie.tokens_with_run_longer_than(class, run),
-        );
-        let words: Arc<[u32]> = words.into();
-        if known.len() < MAX_REMEMBERED_LONG_RUNS {
-            known.push(((class, run), words.clone()));
-        }
-        words
+        let words = || -> Arc<[u32]> {
+            let mut words = vec![0u32; self.vocabulary.len().div_ceil(32)];
+            set_ids(
+                &mut words,
+                &self.trie.tokens_with_run_longer_than(class, run),
+            );
+            words.into()
+        };
+        self.long_runs
+            .get_or_build((class, run), words)
+            .unwrap_or_else(words)
     }
 
     /// Text tokens with no bytes (not in the trie; they change nothing when accepted).

@@ -25,6 +25,7 @@ mod gguf;
 mod hf;
 mod index;
 mod loop_slice;
+mod memo;
 mod neutral;
 mod trie;
 mod vocabulary;

@@ -9,8 +9,6 @@
 //! vocabulary (on first need) and shared by every state, grammar and matcher that loops
 //! on the same class — the copies of `string` inlined at each call site included.
 
-use std::sync::{Arc, Mutex};
-
 use crate::bitmask::set_ids;
 use crate::trie::{TokenTrie, byte_bit, next_utf8_phase};
 
@@ -105,48 +103,6 @@ impl LoopSlice {
     }
 }
 
-/// The loop slices of one vocabulary, built on first need and shared.
-#[derive(Debug, Default)]
-pub(crate) struct LoopSlices {
-    built: Mutex<Vec<Arc<LoopSlice>>>,
-}
-
-impl LoopSlices {
-    /// The slice of `class`, built now if new; `None` once [`MAX_LOOP_SLICES`] are kept.
-    pub(crate) fn get(
-        &self,
-        trie: &TokenTrie,
-        class: u128,
-        mask_words: usize,
-    ) -> Option<Arc<LoopSlice>> {
-        let mut built = self
-            .built
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if let Some(slice) = built.iter().find(|slice| slice.class == class) {
-            return Some(slice.clone());
-        }
-        if built.len() >= MAX_LOOP_SLICES {
-            return None;
-        }
-        let slice = Arc::new(LoopSlice::new(trie, class, mask_words));
-        built.push(slice.clone());
-        Some(slice)
-    }
-}
-
-impl Clone for LoopSlices {
-    fn clone(&self) -> LoopSlices {
-        let built = self
-            .built
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        LoopSlices {
-            built: Mutex::new(built.clone()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,19 +157,5 @@ mod tests {
             exit_paths(&trie, &ascii),
             vec![b"\"".to_vec(), b"a\"".to_vec(), vec![0xC3], vec![0xFF]]
         );
-    }
-
-    #[test]
-    fn slices_are_built_once_per_class_and_capped() {
-        let trie = trie_of(&[b"a", b"b"]);
-        let slices = LoopSlices::default();
-        let first = slices.get(&trie, byte_bit(b'a'), 1).unwrap();
-        let again = slices.get(&trie, byte_bit(b'a'), 1).unwrap();
-        assert!(Arc::ptr_eq(&first, &again));
-        for bit in 1..MAX_LOOP_SLICES as u32 {
-            assert!(slices.get(&trie, 1 << bit | 1 << 100, 1).is_some());
-        }
-        assert!(slices.get(&trie, byte_bit(b'b'), 1).is_none());
-        assert!(slices.get(&trie, byte_bit(b'a'), 1).is_some());
     }
 }
