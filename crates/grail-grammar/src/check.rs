@@ -1,15 +1,15 @@
 //! `check`: parse, lower and analyse a grammar, collecting every diagnostic.
 
-use grail_syntax::{Diagnostic, Severity, Span, parse_with_limits};
+use grail_syntax::{Diagnostic, Severity, Span, SyntaxError, parse_with_limits};
 
 use crate::analysis::{
     left_recursive_cycles, nullable_rules, productive_rules, reachable_rules, references,
 };
-use crate::finding::{Finding, FindingKind, Target};
+use crate::finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
 use crate::ir::Grammar;
 use crate::limits::Limits;
 use crate::lints::optional_chains;
-use crate::llama_cpp::{LlamaCppModel, model};
+use crate::llama_cpp::{LlamaCppModel, LlamaCycle, model};
 use crate::lower::lower;
 
 /// How to check a grammar.
@@ -55,31 +55,59 @@ impl CheckReport {
 /// Parses and checks GBNF text.
 pub fn check(source: &str, options: &CheckOptions) -> CheckReport {
     let parsed = parse_with_limits(source, &options.limits.parse);
-    if !parsed.is_ok() {
-        let diagnostics = parsed
-            .errors
-            .iter()
-            .map(|error| error.to_diagnostic())
-            .collect();
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    for error in &parsed.errors {
+        let mut diagnostic = error.to_diagnostic();
+        // llama.cpp reads the grammar as a C string: it stops at a NUL byte and judges
+        // what comes before, so for llama.cpp the NUL is a warning.
+        if options.target == Target::LlamaCpp && error.kind == SyntaxError::NulByte {
+            diagnostic.severity = Severity::Warning;
+        }
+        diagnostics.push(diagnostic);
+    }
+    if diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == Severity::Error)
+    {
         return finish(None, diagnostics, &options.limits);
     }
     let lowered = lower(&parsed.grammar, &options.root, &options.limits);
     let mut findings = lowered.findings;
-    let llama = model(&parsed.grammar);
-    findings.extend(llama.findings.iter().cloned());
-    if let Some(grammar) = &lowered.grammar {
-        findings.extend(analyse(grammar, &llama));
-    }
-    findings.sort_by_key(|finding| finding.span.start);
-    let diagnostics = findings
+    let llama = model(&parsed.grammar, &options.root);
+    // A name Grail already reports undefined needs no second finding for llama.cpp.
+    let undefined: Vec<&str> = findings
         .iter()
-        .map(|finding| finding.to_diagnostic(options.target))
+        .filter_map(|finding| match &finding.kind {
+            FindingKind::RuleUndefined { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
         .collect();
+    let llama_findings: Vec<Finding> = llama
+        .findings
+        .iter()
+        .filter(|finding| match &finding.kind {
+            FindingKind::LlamaRuleUndefined { name } => !undefined.contains(&name.as_str()),
+            _ => true,
+        })
+        .cloned()
+        .collect();
+    findings.extend(llama_findings);
+    if let Some(grammar) = &lowered.grammar {
+        findings.extend(analyse(grammar));
+    }
+    findings.extend(left_recursion(lowered.grammar.as_ref(), &llama));
+    findings.sort_by_key(|finding| finding.span.start);
+    diagnostics.extend(
+        findings
+            .iter()
+            .map(|finding| finding.to_diagnostic(options.target)),
+    );
+    diagnostics.sort_by_key(|diagnostic| diagnostic.span.start);
     finish(lowered.grammar, diagnostics, &options.limits)
 }
 
 /// The analyses that need a resolved grammar.
-fn analyse(grammar: &Grammar, llama: &LlamaCppModel) -> Vec<Finding> {
+fn analyse(grammar: &Grammar) -> Vec<Finding> {
     let mut findings = Vec::new();
     let references = references(grammar);
     let root = &grammar.rule(grammar.root).name;
@@ -134,49 +162,75 @@ fn analyse(grammar: &Grammar, llama: &LlamaCppModel) -> Vec<Finding> {
 
     findings.extend(optional_chains(grammar));
 
-    let nullable = nullable_rules(grammar, &references);
-    let cycles = left_recursive_cycles(grammar, &nullable);
+    findings
+}
+
+/// Left recursion: each cycle of the grammar's rules, with what llama.cpp does with it,
+/// and the cycles only llama.cpp's expansion of repetitions has.
+fn left_recursion(grammar: Option<&Grammar>, llama: &LlamaCppModel) -> Vec<Finding> {
+    let mut findings = Vec::new();
     let mut names_on_cycles = Vec::new();
-    for cycle in &cycles {
-        let names: Vec<&str> = cycle
-            .rules
-            .iter()
-            .map(|&id| grammar.rule(id).name.as_str())
-            .collect();
-        names_on_cycles.extend(names.iter().map(|name| name.to_string()));
-        let first = grammar.rule(cycle.rules[0]);
-        let detected_by_llama_cpp = llama.cycles.iter().any(|llama_cycle| {
-            llama_cycle
-                .named_rules
+    if let Some(grammar) = grammar {
+        let references = references(grammar);
+        let nullable = nullable_rules(grammar, &references);
+        for cycle in left_recursive_cycles(grammar, &nullable) {
+            let names: Vec<&str> = cycle
+                .rules
                 .iter()
-                .any(|name| names.contains(&name.as_str()))
-        });
-        let mut finding = Finding::new(
-            FindingKind::LeftRecursion {
-                name: first.name.clone(),
-                cycle: names.join(" -> "),
-                detected_by_llama_cpp,
-            },
-            first.span,
-        );
-        for &id in &cycle.rules[1..cycle.rules.len() - 1] {
-            finding = finding.with_related(grammar.rule(id).span, "on the cycle");
+                .map(|&id| grammar.rule(id).name.as_str())
+                .collect();
+            names_on_cycles.extend(names.iter().map(|name| name.to_string()));
+            let overlaps = |cycles: &[LlamaCycle]| {
+                cycles.iter().any(|llama_cycle| {
+                    llama_cycle
+                        .named_rules
+                        .iter()
+                        .any(|name| names.contains(&name.as_str()))
+                })
+            };
+            let verdict = if overlaps(&llama.cycles) {
+                LlamaLeftRecursion::Refused
+            } else if overlaps(&llama.looping_cycles) {
+                LlamaLeftRecursion::Loops
+            } else {
+                LlamaLeftRecursion::Accepted
+            };
+            let first = grammar.rule(cycle.rules[0]);
+            let mut finding = Finding::new(
+                FindingKind::LeftRecursion {
+                    name: first.name.clone(),
+                    cycle: names.join(" -> "),
+                    llama: verdict,
+                },
+                first.span,
+            );
+            for &id in &cycle.rules[1..cycle.rules.len() - 1] {
+                finding = finding.with_related(grammar.rule(id).span, "on the cycle");
+            }
+            findings.push(finding);
         }
-        findings.push(finding);
     }
-    for llama_cycle in &llama.cycles {
-        let overlaps = llama_cycle
+    let uncovered = |llama_cycle: &&LlamaCycle| {
+        !llama_cycle
             .named_rules
             .iter()
-            .any(|name| names_on_cycles.contains(name));
-        if !overlaps {
-            findings.push(Finding::new(
-                FindingKind::LlamaLeftRecursion {
-                    cycle: llama_cycle.description.clone(),
-                },
-                llama_cycle.span,
-            ));
-        }
+            .any(|name| names_on_cycles.contains(name))
+    };
+    for llama_cycle in llama.cycles.iter().filter(uncovered) {
+        findings.push(Finding::new(
+            FindingKind::LlamaLeftRecursion {
+                cycle: llama_cycle.description.clone(),
+            },
+            llama_cycle.span,
+        ));
+    }
+    for llama_cycle in llama.looping_cycles.iter().filter(uncovered) {
+        findings.push(Finding::new(
+            FindingKind::LlamaLeftRecursionLoops {
+                cycle: llama_cycle.description.clone(),
+            },
+            llama_cycle.span,
+        ));
     }
     findings
 }

@@ -13,6 +13,19 @@ pub enum Target {
     LlamaCpp,
 }
 
+/// What llama.cpp does with a left-recursive cycle of the grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlamaLeftRecursion {
+    /// Its left-recursion check finds the cycle and refuses the grammar.
+    Refused,
+    /// Its check misses the cycle, and its matcher expands it and loops forever (memory
+    /// grows until the process dies).
+    Loops,
+    /// Its check misses the cycle and its matcher handles it: every call on the cycle is
+    /// the last element of its alternative, or the cycle is never expanded.
+    Accepted,
+}
+
 /// What a check found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -24,6 +37,14 @@ pub enum FindingKind {
         name: String,
         /// A defined name close to it.
         suggestion: Option<String>,
+    },
+    /// A rule that is not defined, used only where a repetition drops it (`foo{0}`).
+    #[error(
+        "rule `{name}` is not defined; its only uses are repeated zero times, so they match nothing and are dropped"
+    )]
+    RuleUndefinedUnused {
+        /// The missing name.
+        name: String,
     },
     /// The start rule is not defined.
     #[error("no `{root}` rule: generation starts from `{root}`")]
@@ -48,6 +69,18 @@ pub enum FindingKind {
         count: u64,
         /// [`crate::Limits::max_repetition_count`].
         limit: u64,
+        /// True when only the maximum is too large: llama.cpp accepts such a repetition
+        /// (it reads maximums above 2000 as unbounded), so for llama.cpp this is a
+        /// warning about Grail's own limit.
+        maximum_only: bool,
+    },
+    /// `{m,18446744073709551615}`: llama.cpp's own marker for "no maximum".
+    #[error(
+        "`{{{min},18446744073709551615}}` has no maximum: llama.cpp uses that number for \"unbounded\""
+    )]
+    RepetitionNoMaximum {
+        /// The minimum.
+        min: u64,
     },
     /// More rules than the limit.
     #[error("the grammar has {count} rules; the limit is {limit}")]
@@ -126,8 +159,8 @@ pub enum FindingKind {
         name: String,
         /// The cycle, as `a -> b -> a`.
         cycle: String,
-        /// False when llama.cpp's own check misses this cycle (it then loops forever).
-        detected_by_llama_cpp: bool,
+        /// What llama.cpp does with it.
+        llama: LlamaLeftRecursion,
     },
     /// A cycle that only llama.cpp's expansion of repetitions has (it takes `(x |)*` for
     /// left recursion), so llama.cpp refuses the grammar.
@@ -135,6 +168,21 @@ pub enum FindingKind {
     LlamaLeftRecursion {
         /// The cycle in llama.cpp's internal rules.
         cycle: String,
+    },
+    /// Left recursion in llama.cpp's internal rules that its check misses and its matcher
+    /// loops on forever (reported here when the grammar's own rules show no such cycle).
+    #[error("llama.cpp's matcher loops forever on this left recursion: {cycle}")]
+    LlamaLeftRecursionLoops {
+        /// The cycle in llama.cpp's internal rules.
+        cycle: String,
+    },
+    /// A rule llama.cpp finds undefined although Grail does not: used only where `{0}`
+    /// drops it, or only in a definition that a later one replaces. llama.cpp checks its
+    /// whole rule table, so it refuses the grammar.
+    #[error("llama.cpp refuses this grammar: rule `{name}` is not defined")]
+    LlamaRuleUndefined {
+        /// The missing name.
+        name: String,
     },
     /// A repetition minimum above 2000, which llama.cpp refuses.
     #[error("llama.cpp refuses repetition minimums above 2000 (this one is {min})")]
@@ -169,6 +217,10 @@ impl FindingKind {
     pub fn code(&self) -> &'static str {
         match self {
             FindingKind::RuleUndefined { .. } => "rule-undefined",
+            FindingKind::RuleUndefinedUnused { .. } => "rule-undefined-unused",
+            FindingKind::RepetitionNoMaximum { .. } => "repetition-no-maximum",
+            FindingKind::LlamaLeftRecursionLoops { .. } => "llama-left-recursion-loops",
+            FindingKind::LlamaRuleUndefined { .. } => "llama-rule-undefined",
             FindingKind::RootMissing { .. } => "root-missing",
             FindingKind::RepetitionBoundsReversed { .. } => "repetition-bounds-reversed",
             FindingKind::RepetitionTooLarge { .. } => "repetition-too-large",
@@ -197,8 +249,13 @@ impl FindingKind {
             FindingKind::RuleUndefined { .. }
             | FindingKind::RootMissing { .. }
             | FindingKind::RepetitionBoundsReversed { .. }
-            | FindingKind::RepetitionTooLarge { .. }
             | FindingKind::TooManyRules { .. } => Severity::Error,
+            FindingKind::RepetitionTooLarge {
+                maximum_only: true, ..
+            } if llama => Severity::Warning,
+            FindingKind::RepetitionTooLarge { .. } => Severity::Error,
+            FindingKind::RepetitionNoMaximum { .. } => Severity::Note,
+            FindingKind::RuleUndefinedUnused { .. } => Severity::Warning,
             FindingKind::RuleDuplicate { .. }
             | FindingKind::RuleUnused { .. }
             | FindingKind::RuleUnreachable { .. }
@@ -208,12 +265,17 @@ impl FindingKind {
             | FindingKind::LanguageEmpty { .. }
             | FindingKind::RuleNeverFinishes { .. }
             | FindingKind::OptionalChain { .. } => Severity::Warning,
-            FindingKind::LeftRecursion { .. } if llama => Severity::Error,
+            FindingKind::LeftRecursion {
+                llama: LlamaLeftRecursion::Refused | LlamaLeftRecursion::Loops,
+                ..
+            } if llama => Severity::Error,
             // Grail's Earley-style matcher handles left recursion; only portability is at stake.
             FindingKind::LeftRecursion { .. } => Severity::Note,
             FindingKind::LlamaRepetitionMinimum { .. }
             | FindingKind::LlamaRuleBudget { .. }
-            | FindingKind::LlamaLeftRecursion { .. } => {
+            | FindingKind::LlamaLeftRecursion { .. }
+            | FindingKind::LlamaLeftRecursionLoops { .. }
+            | FindingKind::LlamaRuleUndefined { .. } => {
                 if llama {
                     Severity::Error
                 } else {
@@ -244,8 +306,21 @@ impl FindingKind {
             FindingKind::RepetitionBoundsReversed { min, max } => {
                 format!("write `{{{max},{min}}}`")
             }
+            FindingKind::RepetitionTooLarge {
+                maximum_only: true, ..
+            } => "Grail honours maximums up to its limit; use `{m,}` for long runs (llama.cpp reads any maximum above 2000 as unbounded), or raise Limits::max_repetition_count".into(),
             FindingKind::RepetitionTooLarge { .. } => {
                 "use `*` or `{m,}` for long runs, or raise Limits::max_repetition_count".into()
+            }
+            FindingKind::RepetitionNoMaximum { min } => format!("write `{{{min},}}`"),
+            FindingKind::RuleUndefinedUnused { name } => format!(
+                "define `{name}`, or remove its uses; llama.cpp refuses an undefined rule when its grammar generates rules after it or keeps a group around the use"
+            ),
+            FindingKind::LlamaRuleUndefined { name } => format!(
+                "define `{name}`, or remove every use of it: llama.cpp checks every rule it has read, including uses that `{{0}}` drops and definitions that a later one of the same name replaces"
+            ),
+            FindingKind::LlamaLeftRecursionLoops { .. } => {
+                "rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`, or move what follows the call out of the cycle".into()
             }
             FindingKind::RuleDuplicate { name } => {
                 format!("remove one definition, or merge them: `{name} ::= first | second`")
@@ -263,8 +338,11 @@ impl FindingKind {
             FindingKind::OptionalChain { item, count } => format!(
                 "write `{item}{{0,{count}}}`: chains of optional items make llama.cpp's matcher slow"
             ),
-            FindingKind::LeftRecursion { detected_by_llama_cpp: false, .. } => {
-                "llama.cpp does not detect this cycle and loops forever on it; rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
+            FindingKind::LeftRecursion { llama: LlamaLeftRecursion::Loops, .. } => {
+                "llama.cpp does not detect this cycle and its matcher loops forever on it (something follows a call on the cycle); rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()
+            }
+            FindingKind::LeftRecursion { llama: LlamaLeftRecursion::Accepted, .. } => {
+                "Grail and llama.cpp both match it as written (llama.cpp because every call on the cycle comes last in its alternative, or the cycle is never reached)".into()
             }
             FindingKind::LeftRecursion { .. } => {
                 "Grail matches it as written, llama.cpp refuses it; to stay portable, rewrite it with repetition, e.g. `a ::= a \"x\" | \"y\"` as `a ::= \"y\" \"x\"*`".into()

@@ -30,7 +30,7 @@ pub mod print;
 pub use builder::{BuildError, Expr, GrammarBuilder};
 pub use charset::CharSet;
 pub use check::{CheckOptions, CheckReport, check};
-pub use finding::{Finding, FindingKind, Target};
+pub use finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
 pub use ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
 };

@@ -12,6 +12,7 @@ use crate::ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
 };
 use crate::limits::Limits;
+use crate::llama_cpp::LLAMA_NO_MAXIMUM;
 
 /// The result of lowering: the IR when there were no errors, and every finding.
 #[derive(Debug, Clone)]
@@ -28,6 +29,8 @@ pub fn lower(syntax: &ast::Grammar, root: &str, limits: &Limits) -> Lowered {
         ids: HashMap::new(),
         findings: Vec::new(),
         undefined: HashMap::new(),
+        undefined_dropped: HashMap::new(),
+        dropped_depth: 0,
         has_errors: false,
         limits,
     };
@@ -91,6 +94,10 @@ struct Lowering<'a> {
     ids: HashMap<String, RuleId>,
     findings: Vec<Finding>,
     undefined: HashMap<String, UndefinedUse>,
+    /// Undefined names used only inside repetitions of zero (`foo{0}`), which drop them.
+    undefined_dropped: HashMap<String, Span>,
+    /// How many repetitions of zero enclose the term being lowered.
+    dropped_depth: u32,
     has_errors: bool,
     limits: &'a Limits,
 }
@@ -124,6 +131,11 @@ impl Lowering<'_> {
                         finding.with_related(earlier.name.span, "also defined here (ignored)");
                 }
                 self.findings.push(finding);
+                // An ignored body is still read by llama.cpp: reversed bounds there make
+                // its parser loop, so they are errors wherever they are.
+                for earlier in &all[..all.len() - 1] {
+                    self.check_ignored_bounds(&earlier.body);
+                }
             }
         }
         kept
@@ -156,6 +168,12 @@ impl Lowering<'_> {
                 TermKind::Any => vec![symbol(SymbolKind::Any)],
                 TermKind::RuleRef(name) => match self.ids.get(&name.text) {
                     Some(&id) => vec![symbol(SymbolKind::Rule(id))],
+                    None if self.dropped_depth > 0 => {
+                        self.undefined_dropped
+                            .entry(name.text.clone())
+                            .or_insert(name.span);
+                        Vec::new()
+                    }
                     None => {
                         self.has_errors = true;
                         self.undefined
@@ -179,11 +197,19 @@ impl Lowering<'_> {
                     },
                 }))],
                 TermKind::Repeat(inner, quantifier) => {
-                    let mut inner_symbols = self.term(inner);
-                    let valid = self.check_repetition(quantifier);
-                    if !valid {
+                    let Some(max) = self.check_repetition(quantifier) else {
+                        self.term(inner);
+                        return Vec::new();
+                    };
+                    if max == Some(0) {
+                        // `x{0}` matches only the empty string: nothing to keep, and an
+                        // undefined rule used only here is a warning, not an error.
+                        self.dropped_depth += 1;
+                        self.term(inner);
+                        self.dropped_depth -= 1;
                         return Vec::new();
                     }
+                    let mut inner_symbols = self.term(inner);
                     let repeated = if inner_symbols.len() == 1 {
                         inner_symbols.pop().expect("one symbol")
                     } else {
@@ -195,16 +221,27 @@ impl Lowering<'_> {
                     vec![symbol(SymbolKind::Repeat(Box::new(Repetition {
                         symbol: repeated,
                         min: quantifier.min as u32,
-                        max: quantifier.max.map(|max| max as u32),
+                        max: max.map(|max| max as u32),
                     })))]
                 }
             }
         })
     }
 
-    /// Reports reversed or oversized bounds; returns whether the repetition is usable.
-    fn check_repetition(&mut self, quantifier: &ast::Quantifier) -> bool {
-        if let Some(max) = quantifier.max
+    /// Reports reversed or oversized bounds; returns the maximum to use (`None` for
+    /// unbounded) when the repetition is usable.
+    fn check_repetition(&mut self, quantifier: &ast::Quantifier) -> Option<Option<u64>> {
+        let mut max = quantifier.max;
+        if max == Some(LLAMA_NO_MAXIMUM) {
+            self.findings.push(Finding::new(
+                FindingKind::RepetitionNoMaximum {
+                    min: quantifier.min,
+                },
+                quantifier.span,
+            ));
+            max = None;
+        }
+        if let Some(max) = max
             && max < quantifier.min
         {
             self.error(Finding::new(
@@ -214,20 +251,54 @@ impl Lowering<'_> {
                 },
                 quantifier.span,
             ));
-            return false;
+            return None;
         }
-        let largest = quantifier.max.unwrap_or(quantifier.min).max(quantifier.min);
-        if largest > self.limits.max_repetition_count {
+        let limit = self.limits.max_repetition_count;
+        let largest = max.unwrap_or(quantifier.min).max(quantifier.min);
+        if largest > limit {
             self.error(Finding::new(
                 FindingKind::RepetitionTooLarge {
                     count: largest,
-                    limit: self.limits.max_repetition_count,
+                    limit,
+                    maximum_only: quantifier.min <= limit,
                 },
                 quantifier.span,
             ));
-            return false;
+            return None;
         }
-        true
+        Some(max)
+    }
+
+    /// Reports reversed bounds in a definition that a later one replaces.
+    fn check_ignored_bounds(&mut self, alternatives: &Alternatives) {
+        for term in alternatives
+            .sequences
+            .iter()
+            .flat_map(|sequence| &sequence.terms)
+        {
+            self.check_ignored_term(term);
+        }
+    }
+
+    fn check_ignored_term(&mut self, term: &ast::Term) {
+        grail_syntax::stack::deep(|| match &term.kind {
+            TermKind::Group(alternatives) => self.check_ignored_bounds(alternatives),
+            TermKind::Repeat(inner, quantifier) => {
+                self.check_ignored_term(inner);
+                if let Some(max) = quantifier.max
+                    && max < quantifier.min
+                {
+                    self.error(Finding::new(
+                        FindingKind::RepetitionBoundsReversed {
+                            min: quantifier.min,
+                            max,
+                        },
+                        quantifier.span,
+                    ));
+                }
+            }
+            _ => {}
+        })
     }
 
     /// A literal becomes one `Literal` symbol; code points no text contains become empty
@@ -308,6 +379,18 @@ impl Lowering<'_> {
     }
 
     fn report_undefined(&mut self) {
+        let mut dropped: Vec<(String, Span)> = self
+            .undefined_dropped
+            .drain()
+            .filter(|(name, _)| !self.undefined.contains_key(name))
+            .collect();
+        dropped.sort_by_key(|(_, span)| span.start);
+        for (name, span) in dropped {
+            self.findings.push(Finding::new(
+                FindingKind::RuleUndefinedUnused { name },
+                span,
+            ));
+        }
         let mut undefined: Vec<(String, UndefinedUse)> = self.undefined.drain().collect();
         undefined.sort_by_key(|(_, undefined)| undefined.first.start);
         for (name, uses) in undefined {
