@@ -19,6 +19,7 @@ use crate::counted::{
 use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
 use crate::limits::EngineLimits;
+use crate::prepare::{Prepared, prepare};
 use crate::ranges::ScalarSet;
 
 /// Index of a node in the compiled graph.
@@ -67,7 +68,7 @@ pub(crate) struct CompiledRule {
 }
 
 /// Resolves a token's text (`think` in `<think>`) to its id in the vocabulary.
-pub type TokenResolver = dyn Fn(&str) -> Option<u32>;
+pub type TokenResolver<'r> = dyn Fn(&str) -> Option<u32> + 'r;
 
 /// Options for [`CompiledGrammar::compile`].
 #[derive(Default)]
@@ -76,7 +77,7 @@ pub struct CompileOptions<'a> {
     pub limits: EngineLimits,
     /// Resolves a token written by text (`<think>`) to its id; without a vocabulary,
     /// such tokens are a compile error.
-    pub resolve_token_text: Option<&'a TokenResolver>,
+    pub resolve_token_text: Option<&'a TokenResolver<'a>>,
 }
 
 /// A grammar compiled for matching: immutable, cheap to clone (shared), `Send + Sync`.
@@ -119,10 +120,19 @@ impl CompiledGrammar {
         grammar: &Grammar,
         options: &CompileOptions<'_>,
     ) -> Result<CompiledGrammar, CompileError> {
+        CompiledGrammar::compile_prepared(&prepare(grammar), options)
+    }
+
+    /// Compiles a grammar the way [`prepare`] left it.
+    pub(crate) fn compile_prepared(
+        prepared: &Prepared<'_>,
+        options: &CompileOptions<'_>,
+    ) -> Result<CompiledGrammar, CompileError> {
+        let grammar = &*prepared.grammar;
         let mut builder = GraphBuilder {
             grammar,
             options,
-            inline: inlinable_rules(grammar),
+            inline: inlinable_rules(grammar, &prepared.calls_only),
             inline_depth: 0,
             needed: vec![false; grammar.rules.len()],
             queue: Vec::new(),

@@ -20,8 +20,10 @@ pub enum CompileError {
         /// The limit.
         limit: usize,
     },
-    /// A token written as text (`<think>`) with no vocabulary to resolve it.
-    #[error("token `<{text}>` needs a vocabulary to resolve its id")]
+    /// A token written as text (`<think>`) that no vocabulary resolved to one token.
+    #[error(
+        "token `{text}` is not a token of the vocabulary (a token written as text must be exactly one token, and needs a vocabulary)"
+    )]
     TokenUnresolved {
         /// The token's text.
         text: String,

@@ -18,8 +18,24 @@ pub(crate) const INLINE_MAX_NODES: u64 = 256;
 /// compiling stays shallow on long chains of tiny rules.
 pub(crate) const INLINE_MAX_DEPTH: u32 = 32;
 
-/// `inline[rule]`: the rule is not recursive and small enough to inline.
-pub(crate) fn inlinable_rules(grammar: &Grammar) -> Vec<bool> {
+/// `inline[rule]`: the rule is not recursive, small enough to inline, and not one that
+/// must stay a call (`calls_only`, indexed by rule; shorter than the rules means false).
+pub(crate) fn inlinable_rules(grammar: &Grammar, calls_only: &[bool]) -> Vec<bool> {
+    rule_sizes(grammar, calls_only).0
+}
+
+/// The estimated size of each rule at a call site: its size when inlined, else 1.
+pub(crate) fn estimated_rule_sizes(grammar: &Grammar, calls_only: &[bool]) -> Vec<u64> {
+    let (inline, size) = rule_sizes(grammar, calls_only);
+    inline
+        .iter()
+        .zip(size)
+        .map(|(&inline, size)| if inline { size } else { 1 })
+        .collect()
+}
+
+/// Which rules are inlined, and the estimated size of each sized rule.
+fn rule_sizes(grammar: &Grammar, calls_only: &[bool]) -> (Vec<bool>, Vec<u64>) {
     let edges = references(grammar);
     let components = strongly_connected_components(&edges);
     let mut inline = vec![false; grammar.rules.len()];
@@ -31,7 +47,7 @@ pub(crate) fn inlinable_rules(grammar: &Grammar) -> Vec<bool> {
             continue;
         };
         let rule = *rule as usize;
-        if edges[rule].contains(&(rule as u32)) {
+        if edges[rule].contains(&(rule as u32)) || calls_only.get(rule).copied().unwrap_or(false) {
             continue;
         }
         let estimate: u64 = grammar.rules[rule]
@@ -43,7 +59,7 @@ pub(crate) fn inlinable_rules(grammar: &Grammar) -> Vec<bool> {
         size[rule] = estimate;
         inline[rule] = estimate <= INLINE_MAX_NODES;
     }
-    inline
+    (inline, size)
 }
 
 /// Estimated node count of a symbol, with inlinable callees counted at their size.

@@ -30,6 +30,7 @@ mod mask;
 mod mask_cache;
 mod matcher;
 mod next;
+mod prepare;
 mod pure_walk;
 mod ranges;
 mod sample;

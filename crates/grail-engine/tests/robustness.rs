@@ -73,8 +73,50 @@ fn a_huge_repetition_is_refused_at_compile_time() {
         max_nodes: 100_000,
         ..EngineLimits::default()
     };
-    let error = compile_with(r#"root ::= ("a"{0,1000}){0,1000}"#, limits).unwrap_err();
+    let error = compile_with(r#"root ::= "a"{0,99999}"#, limits).unwrap_err();
     assert_eq!(error, CompileError::TooLarge { limit: 100_000 });
+}
+
+#[test]
+fn a_big_item_repeated_many_times_is_compiled_once_and_called() {
+    // 1,000 copies of a 2,000-node item would be two million nodes; the item becomes a
+    // rule of its own and each copy calls it.
+    let limits = EngineLimits {
+        max_nodes: 100_000,
+        ..EngineLimits::default()
+    };
+    let grammar = compile_with(r#"root ::= ("a"{0,1000} "b"){0,1000}"#, limits).unwrap();
+    assert!(grammar.node_count() < 20_000, "{}", grammar.node_count());
+    let mut matcher = Matcher::new(&grammar);
+    matcher.accept_str(&"aab".repeat(1000)).unwrap();
+    assert!(matcher.is_accepting());
+    assert!(matcher.accept_str("b").is_err());
+}
+
+#[test]
+fn an_item_that_can_be_empty_costs_no_items_per_copy() {
+    // Each copy of `x` can be crossed without input; read as written, every step would
+    // walk through all the copies after the current one (200,000 items here).
+    let limits = EngineLimits {
+        max_items_per_step: 1_000,
+        ..EngineLimits::default()
+    };
+    let grammar = compile_with(
+        "root ::= x{0,99999}{2} \"b\"\nx ::= \"a\" | \"y\"?\n",
+        limits,
+    )
+    .unwrap();
+    let mut matcher = Matcher::new(&grammar);
+    matcher.accept_str("ayaay").unwrap();
+    assert!(!matcher.is_accepting());
+    matcher.accept_str("b").unwrap();
+    assert!(matcher.is_accepting());
+    // Bounds still hold when the item can be empty: at most 3 non-empty copies here.
+    let grammar = compile_with("root ::= (\"a\"?){3}\n", limits).unwrap();
+    let mut matcher = Matcher::new(&grammar);
+    matcher.accept_str("aaa").unwrap();
+    assert!(matcher.is_accepting());
+    assert!(matcher.accept_str("a").is_err());
 }
 
 #[test]
