@@ -202,7 +202,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let mut grammar = None;
     for _ in 0..args.compile_reps {
         let started = Instant::now();
-        let compiled = load_grammar(&args.grammar, "root")?;
+        let compiled = load_grammar(&args.grammar, "root", Some(index.vocabulary()))?;
         let matcher = Matcher::with_vocabulary(&compiled, index.clone());
         compile_ms.push(started.elapsed().as_secs_f64() * 1e3);
         drop(matcher);

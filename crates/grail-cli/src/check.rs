@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
-use grail_grammar::{CheckOptions, Target, check};
-use grail_syntax::source_from_bytes;
+use grail_grammar::{CheckOptions, Grammar, Symbol, SymbolKind, Target, TokenReference, check};
+use grail_syntax::{Diagnostic, Severity, Span, source_from_bytes};
+use grail_vocab::Vocabulary;
 use serde_json::json;
 
 use crate::input::read_source;
@@ -25,6 +27,10 @@ pub struct CheckArgs {
     /// The start rule.
     #[arg(long, default_value = "root")]
     pub root: String,
+    /// A vocabulary (tokenizer.json, .gguf or vocab.json) to check tokens written as
+    /// text (`<think>`) against: each must be exactly one of its tokens.
+    #[arg(long)]
+    pub vocab: Option<PathBuf>,
 }
 
 /// `--target` values.
@@ -57,9 +63,27 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         root: args.root.clone(),
         ..CheckOptions::default()
     };
+    let vocabulary = match &args.vocab {
+        Some(path) => Some(
+            grail_vocab::load(path)
+                .with_context(|| format!("cannot load the vocabulary `{}`", path.display()))?,
+        ),
+        None => None,
+    };
     let (source, report_ok, diagnostics, rule_count) = match source_from_bytes(&input.bytes) {
         Ok(source) => {
-            let report = check(source, &options);
+            let mut report = check(source, &options);
+            if let Some(grammar) = &report.grammar {
+                let findings = token_diagnostics(grammar, vocabulary.as_ref(), options.target);
+                report.error_count += findings
+                    .iter()
+                    .filter(|diagnostic| diagnostic.severity == Severity::Error)
+                    .count();
+                report.diagnostics.extend(findings);
+                report
+                    .diagnostics
+                    .sort_by_key(|diagnostic| diagnostic.span.start);
+            }
             let rules = report.grammar.as_ref().map(|grammar| grammar.rules.len());
             (
                 source.to_string(),
@@ -90,14 +114,19 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             );
             let counts = summary(&diagnostics);
             if report_ok {
-                let rules = rule_count.unwrap_or(0);
-                let details = if counts.is_empty() {
-                    String::new()
+                let mut details: Vec<String> = Vec::new();
+                if let Some(rules) = rule_count {
+                    let noun = if rules == 1 { "rule" } else { "rules" };
+                    details.push(format!("{rules} {noun}"));
+                }
+                if !counts.is_empty() {
+                    details.push(counts);
+                }
+                if details.is_empty() {
+                    eprintln!("{}: ok", input.name);
                 } else {
-                    format!(", {counts}")
-                };
-                let noun = if rules == 1 { "rule" } else { "rules" };
-                eprintln!("{}: ok ({rules} {noun}{details})", input.name);
+                    eprintln!("{}: ok ({})", input.name, details.join(", "));
+                }
             } else {
                 eprintln!("{}: invalid grammar: {counts}", input.name);
             }
@@ -108,4 +137,75 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Diagnostics for tokens written as text (`<think>`): with a vocabulary, an error for
+/// each that is not exactly one of its tokens; without one, for llama.cpp, a warning that
+/// only the model's vocabulary can decide.
+fn token_diagnostics(
+    grammar: &Grammar,
+    vocabulary: Option<&Vocabulary>,
+    target: Target,
+) -> Vec<Diagnostic> {
+    let mut tokens = Vec::new();
+    for symbol in grammar
+        .rules
+        .iter()
+        .flat_map(|rule| rule.alternatives.iter().flatten())
+    {
+        collect_token_texts(symbol, &mut tokens);
+    }
+    match vocabulary {
+        Some(vocabulary) => tokens
+            .into_iter()
+            .filter(|(text, _)| vocabulary.id_of_text(text).is_none())
+            .map(|(text, span)| {
+                Diagnostic::new(
+                    Severity::Error,
+                    "token-unknown",
+                    format!(
+                        "`{text}` is not a token of the vocabulary `{}`",
+                        vocabulary.name()
+                    ),
+                    span,
+                )
+                .with_help(Some(
+                    "a token written as text must be exactly one token (llama.cpp refuses the grammar otherwise); write the text as a literal, or the token by id: `<[id]>`".to_string(),
+                ))
+            })
+            .collect(),
+        None if target == Target::LlamaCpp => tokens
+            .into_iter()
+            .map(|(text, span)| {
+                Diagnostic::new(
+                    Severity::Warning,
+                    "token-needs-vocabulary",
+                    format!("llama.cpp resolves `{text}` with the model's vocabulary"),
+                    span,
+                )
+                .with_help(Some(
+                    "it must be exactly one token, and llama.cpp refuses the grammar without a vocabulary; pass --vocab to check it".to_string(),
+                ))
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The tokens written as text inside `symbol`, with where they are written.
+fn collect_token_texts(symbol: &Symbol, out: &mut Vec<(String, Span)>) {
+    match &symbol.kind {
+        SymbolKind::Token(token) => {
+            if let TokenReference::Text(text) = &token.reference {
+                out.push((text.clone(), symbol.span));
+            }
+        }
+        SymbolKind::Group(sequences) => {
+            for inner in sequences.iter().flatten() {
+                collect_token_texts(inner, out);
+            }
+        }
+        SymbolKind::Repeat(repetition) => collect_token_texts(&repetition.symbol, out),
+        _ => {}
+    }
 }

@@ -26,6 +26,8 @@ pub struct Failure {
     pub expected: NextCharacters,
     /// True when the text ended too early rather than going wrong.
     pub at_end: bool,
+    /// True when the refused bytes are not UTF-8 (Grail never matches them).
+    pub invalid_utf8: bool,
 }
 
 /// The result of feeding text.
@@ -133,6 +135,7 @@ pub fn feed(grammar: &CompiledGrammar, mut reader: impl Read) -> anyhow::Result<
             line_text,
             expected: matcher.next_characters(),
             at_end: true,
+            invalid_utf8: false,
         }
     });
     Ok(Outcome {
@@ -165,6 +168,8 @@ fn fail_inside(matcher: &mut Matcher, position: &mut Position, rest: &[u8]) -> F
     line_bytes.extend_from_slice(&tail);
     let line_offset = line_offset.min(line_bytes.len());
     let failing_len = utf8_char_len(&line_bytes[line_offset..]);
+    let invalid_utf8 = std::str::from_utf8(&line_bytes[line_offset..])
+        .is_err_and(|error| error.valid_up_to() == 0 && error.error_len().is_some());
     let before = String::from_utf8_lossy(&line_bytes[..line_offset]).len();
     let failing =
         String::from_utf8_lossy(&line_bytes[line_offset..line_offset + failing_len]).len();
@@ -176,6 +181,7 @@ fn fail_inside(matcher: &mut Matcher, position: &mut Position, rest: &[u8]) -> F
         caret: before..before + failing,
         expected: matcher.next_characters(),
         at_end: false,
+        invalid_utf8,
     }
 }
 

@@ -18,7 +18,7 @@ pub struct MaskArgs {
     /// The grammar file, or `-` for standard input.
     pub grammar: PathBuf,
     /// The text generated so far (default: empty), matched as text.
-    #[arg(default_value = "")]
+    #[arg(default_value = "", allow_hyphen_values = true)]
     pub text: String,
     /// The vocabulary: tokenizer.json, a .gguf file or vocab.json.
     #[arg(long)]
@@ -61,9 +61,9 @@ fn escaped(bytes: &[u8], quote: bool) -> String {
 
 /// Runs `grail mask`.
 pub fn run(args: &MaskArgs) -> anyhow::Result<ExitCode> {
-    let grammar = load_grammar(&args.grammar, &args.root)?;
     let vocabulary = grail_vocab::load(&args.vocab)
         .with_context(|| format!("cannot load the vocabulary `{}`", args.vocab.display()))?;
+    let grammar = load_grammar(&args.grammar, &args.root, Some(&vocabulary))?;
     let index = Arc::new(VocabularyIndex::new(vocabulary));
     let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
     let viable = matcher.accept_str(&args.text).is_ok() && matcher.is_viable();

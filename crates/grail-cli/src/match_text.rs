@@ -20,7 +20,9 @@ use crate::rules::{expected_label, rules_json};
 pub struct MatchArgs {
     /// The grammar file, or `-` for standard input.
     pub grammar: PathBuf,
-    /// The text to match. Without it (and without --file), standard input is read.
+    /// The text to match. Without it (and without --file), standard input is read. A
+    /// text may start with `-`; put `--` before one that looks like an option.
+    #[arg(allow_hyphen_values = true)]
     pub text: Option<String>,
     /// Read the text from this file (`-`: standard input). Streamed: memory does not grow
     /// with the file's size.
@@ -68,7 +70,7 @@ pub fn open_text(text: Option<&str>, file: Option<&PathBuf>) -> anyhow::Result<T
 
 /// Runs `grail match`.
 pub fn run(args: &MatchArgs) -> anyhow::Result<ExitCode> {
-    let grammar = load_grammar(&args.grammar, &args.root)?;
+    let grammar = load_grammar(&args.grammar, &args.root, None)?;
     let source = open_text(args.text.as_deref(), args.file.as_ref())?;
     let outcome = feed(&grammar, source.reader)?;
     let matched = if args.prefix {
@@ -120,6 +122,7 @@ pub fn failure_json(failure: &Failure) -> Value {
         "line": failure.line,
         "column": failure.column,
         "at_end": failure.at_end,
+        "invalid_utf8": failure.invalid_utf8,
         "expected": rules_json(&failure.expected),
     })
 }
@@ -128,10 +131,16 @@ pub fn failure_json(failure: &Failure) -> Value {
 pub fn render_failure(name: &str, failure: &Failure) -> String {
     let title = if failure.at_end {
         "the text ends before the grammar does"
+    } else if failure.invalid_utf8 {
+        "the text is not valid UTF-8"
     } else {
         "the text does not match the grammar"
     };
-    let label = expected_label(&failure.expected);
+    let label = if failure.invalid_utf8 {
+        "this byte does not begin a UTF-8 character; Grail matches valid UTF-8 only".to_string()
+    } else {
+        expected_label(&failure.expected)
+    };
     let groups = [Level::ERROR.primary_title(title).element(
         Snippet::source(failure.line_text.as_str())
             .path(name)

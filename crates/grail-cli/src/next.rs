@@ -18,7 +18,7 @@ pub struct NextArgs {
     /// The grammar file, or `-` for standard input.
     pub grammar: PathBuf,
     /// The text so far (default: empty).
-    #[arg(default_value = "")]
+    #[arg(default_value = "", allow_hyphen_values = true)]
     pub text: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
@@ -30,7 +30,7 @@ pub struct NextArgs {
 
 /// Runs `grail next`.
 pub fn run(args: &NextArgs) -> anyhow::Result<ExitCode> {
-    let grammar = load_grammar(&args.grammar, &args.root)?;
+    let grammar = load_grammar(&args.grammar, &args.root, None)?;
     let source = open_text(Some(&args.text), None)?;
     let outcome = feed(&grammar, source.reader)?;
     let broken = outcome.failure.as_ref().filter(|failure| !failure.at_end);

@@ -34,7 +34,7 @@ pub struct SampleArgs {
 /// Runs `grail sample`: one JSON string per line (`{"segments": [...]}` when the grammar
 /// has token elements).
 pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
-    let grammar = load_grammar(&args.grammar, &args.root)?;
+    let grammar = load_grammar(&args.grammar, &args.root, None)?;
     let sampler = Sampler::new(&grammar);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
