@@ -71,6 +71,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         nonempty_rules: FxHashMap::default(),
         pending: Vec::new(),
         calls_only: vec![false; grammar.rules.len()],
+        changed: false,
     };
     for rule in 0..grammar.rules.len() {
         let alternatives = std::mem::take(&mut rewriter.rules[rule].alternatives);
@@ -89,6 +90,12 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
             .into_iter()
             .map(|sequence| rewriter.sequence(sequence))
             .collect();
+    }
+    if !rewriter.changed {
+        return Prepared {
+            grammar: Cow::Borrowed(grammar),
+            calls_only: vec![false; grammar.rules.len()],
+        };
     }
     Prepared {
         grammar: Cow::Owned(Grammar {
@@ -130,6 +137,8 @@ struct Rewriter {
     /// Twins whose bodies are still to build: (rule, twin).
     pending: Vec<(u32, u32)>,
     calls_only: Vec<bool>,
+    /// Whether any repetition was rewritten.
+    changed: bool,
 }
 
 impl Rewriter {
@@ -162,6 +171,7 @@ impl Rewriter {
                         && self.is_nullable(&repetition.symbol)
                         && symbol_count(&repetition.symbol) <= MAX_NONEMPTY_SYMBOLS
                     {
+                        self.changed = true;
                         match self.nonempty(&repetition.symbol) {
                             // Only the empty string: `X{m,n}` is the empty string.
                             None => return Symbol::new(SymbolKind::Group(vec![Vec::new()])),
@@ -192,6 +202,7 @@ impl Rewriter {
         {
             return;
         }
+        self.changed = true;
         let item = std::mem::replace(&mut repetition.symbol, Symbol::new(SymbolKind::Any));
         let span = item.span;
         let nullable = self.is_nullable(&item);
