@@ -86,6 +86,12 @@ const ALL_CODES: &[&str] = &[
     "llama-repetition-minimum",
     "llama-repetition-maximum",
     "llama-rule-budget",
+    "rule-undefined-unused",
+    "repetition-no-maximum",
+    "repetition-maximum-above-limit",
+    "llama-rule-undefined",
+    "llama-left-recursion-loops",
+    "token-needs-vocabulary",
 ];
 
 #[test]

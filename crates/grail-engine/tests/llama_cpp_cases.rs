@@ -38,7 +38,10 @@ fn read_cases() -> Vec<Case> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&directory)
         .expect("testdata/llama-cpp")
         .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "case"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "case")
+        })
         .collect();
     paths.sort();
     paths
@@ -110,7 +113,11 @@ fn grail_agrees_with_llama_cpp_at_its_edges() {
                 "{}: --target llama.cpp {} (llama.cpp {})",
                 case.name,
                 if llama_target { "accepts" } else { "refuses" },
-                if case.llama_accepts { "accepts" } else { "refuses" },
+                if case.llama_accepts {
+                    "accepts"
+                } else {
+                    "refuses"
+                },
             ));
         }
         let grail_target = accepted(&case.grammar, Target::Grail);

@@ -69,10 +69,15 @@ pub enum FindingKind {
         count: u64,
         /// [`crate::Limits::max_repetition_count`].
         limit: u64,
-        /// True when only the maximum is too large: llama.cpp accepts such a repetition
-        /// (it reads maximums above 2000 as unbounded), so for llama.cpp this is a
-        /// warning about Grail's own limit.
-        maximum_only: bool,
+    },
+    /// A repetition maximum above Grail's limit, read as unbounded (as llama.cpp reads
+    /// every maximum above 2000).
+    #[error("repetition maximum {max} is above the limit of {limit}, so it is read as unbounded")]
+    RepetitionMaximumAboveLimit {
+        /// The maximum as written.
+        max: u64,
+        /// [`crate::Limits::max_repetition_count`].
+        limit: u64,
     },
     /// `{m,18446744073709551615}`: llama.cpp's own marker for "no maximum".
     #[error(
@@ -224,6 +229,7 @@ impl FindingKind {
             FindingKind::RootMissing { .. } => "root-missing",
             FindingKind::RepetitionBoundsReversed { .. } => "repetition-bounds-reversed",
             FindingKind::RepetitionTooLarge { .. } => "repetition-too-large",
+            FindingKind::RepetitionMaximumAboveLimit { .. } => "repetition-maximum-above-limit",
             FindingKind::TooManyRules { .. } => "too-many-rules",
             FindingKind::RuleDuplicate { .. } => "rule-duplicate",
             FindingKind::RuleUnused { .. } => "rule-unused",
@@ -250,10 +256,8 @@ impl FindingKind {
             | FindingKind::RootMissing { .. }
             | FindingKind::RepetitionBoundsReversed { .. }
             | FindingKind::TooManyRules { .. } => Severity::Error,
-            FindingKind::RepetitionTooLarge {
-                maximum_only: true, ..
-            } if llama => Severity::Warning,
             FindingKind::RepetitionTooLarge { .. } => Severity::Error,
+            FindingKind::RepetitionMaximumAboveLimit { .. } => Severity::Warning,
             FindingKind::RepetitionNoMaximum { .. } => Severity::Note,
             FindingKind::RuleUndefinedUnused { .. } => Severity::Warning,
             FindingKind::RuleDuplicate { .. }
@@ -306,9 +310,7 @@ impl FindingKind {
             FindingKind::RepetitionBoundsReversed { min, max } => {
                 format!("write `{{{max},{min}}}`")
             }
-            FindingKind::RepetitionTooLarge {
-                maximum_only: true, ..
-            } => "Grail honours maximums up to its limit; use `{m,}` for long runs (llama.cpp reads any maximum above 2000 as unbounded), or raise Limits::max_repetition_count".into(),
+            FindingKind::RepetitionMaximumAboveLimit { .. } => "write `{m,}` to say so, or raise Limits::max_repetition_count to keep the bound (llama.cpp reads every maximum above 2000 as unbounded)".into(),
             FindingKind::RepetitionTooLarge { .. } => {
                 "use `*` or `{m,}` for long runs, or raise Limits::max_repetition_count".into()
             }

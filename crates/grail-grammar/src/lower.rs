@@ -254,17 +254,27 @@ impl Lowering<'_> {
             return None;
         }
         let limit = self.limits.max_repetition_count;
-        let largest = max.unwrap_or(quantifier.min).max(quantifier.min);
-        if largest > limit {
+        if quantifier.min > limit {
             self.error(Finding::new(
                 FindingKind::RepetitionTooLarge {
-                    count: largest,
+                    count: quantifier.min,
                     limit,
-                    maximum_only: quantifier.min <= limit,
                 },
                 quantifier.span,
             ));
             return None;
+        }
+        if let Some(written) = max
+            && written > limit
+        {
+            self.findings.push(Finding::new(
+                FindingKind::RepetitionMaximumAboveLimit {
+                    max: written,
+                    limit,
+                },
+                quantifier.span,
+            ));
+            max = None;
         }
         Some(max)
     }
