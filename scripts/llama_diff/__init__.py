@@ -1,0 +1,1 @@
+"""Differential testing of Grail against llama.cpp's grammar validator (see ../llama_diff.py)."""
