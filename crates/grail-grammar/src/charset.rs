@@ -84,6 +84,58 @@ impl CharSet {
     }
 }
 
+impl CharSet {
+    /// The code points in the set, negation applied, as sorted disjoint ranges.
+    pub fn members(&self) -> Vec<(u32, u32)> {
+        if !self.negated {
+            return self.ranges.clone();
+        }
+        let mut members = Vec::with_capacity(self.ranges.len() + 1);
+        let mut next = 0u32;
+        for &(first, last) in &self.ranges {
+            if first > next {
+                members.push((next, first - 1));
+            }
+            next = last.saturating_add(1);
+        }
+        if next <= MAX_CODE_POINT {
+            members.push((next, MAX_CODE_POINT));
+        }
+        members
+    }
+
+    /// The code points in both sets (not negated).
+    pub fn intersection(&self, other: &CharSet) -> CharSet {
+        let (left, right) = (self.members(), other.members());
+        let mut ranges = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < left.len() && j < right.len() {
+            let first = left[i].0.max(right[j].0);
+            let last = left[i].1.min(right[j].1);
+            if first <= last {
+                ranges.push((first, last));
+            }
+            if left[i].1 < right[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        CharSet::new(ranges, false)
+    }
+
+    /// The code points in either set (not negated).
+    pub fn union(&self, other: &CharSet) -> CharSet {
+        CharSet::new(self.members().into_iter().chain(other.members()), false)
+    }
+
+    /// The code points in this set but not in `other` (not negated).
+    pub fn difference(&self, other: &CharSet) -> CharSet {
+        let complement = CharSet::new(other.members(), true);
+        self.intersection(&complement)
+    }
+}
+
 /// How many Unicode scalar values (code points that are not surrogates) lie in `first..=last`.
 fn scalar_count(first: u32, last: u32) -> u64 {
     let total = u64::from(last - first) + 1;
@@ -115,6 +167,26 @@ mod tests {
         assert_eq!(set.ranges(), &[(0x61, 0x64), (0x78, 0x7A)]);
         assert!(set.contains('b' as u32));
         assert!(!set.contains('e' as u32));
+    }
+
+    #[test]
+    fn set_operations_apply_negation() {
+        let letters = CharSet::new([(0x61, 0x7A)], false);
+        let not_vowels = CharSet::new([(0x61, 0x61), (0x65, 0x65)], true);
+        let both = letters.intersection(&not_vowels);
+        assert_eq!(both.ranges(), &[(0x62, 0x64), (0x66, 0x7A)]);
+        assert_eq!(
+            letters.difference(&both).ranges(),
+            &[(0x61, 0x61), (0x65, 0x65)]
+        );
+        assert_eq!(
+            not_vowels.members(),
+            vec![(0, 0x60), (0x62, 0x64), (0x66, MAX_CODE_POINT)]
+        );
+        assert_eq!(
+            both.union(&CharSet::single(0x61)).ranges(),
+            &[(0x61, 0x64), (0x66, 0x7A)]
+        );
     }
 
     #[test]

@@ -1,0 +1,1 @@
+//! The `format` keyword: grammars of the formats Grail enforces. (Being written.)

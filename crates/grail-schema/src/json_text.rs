@@ -1,0 +1,191 @@
+//! JSON text as grammar expressions: how the characters of a string value are written
+//! between its quotes.
+//!
+//! A plain string (no `pattern`, `format` or `enum`) takes llama.cpp's `char` rule: any
+//! character but `"`, `\`, DEL and the C0 controls as itself, or any escape (`\n`,
+//! `\u00e9`, ...). A constrained string is written in canonical form instead: each
+//! character as itself, except `"` and `\` (`\"`, `\\`) and the controls and DEL (their
+//! short escape where JSON has one, `\u00XX` in either case of hex digits otherwise).
+//! Serializers write that form (`json.dumps(..., ensure_ascii=False)`, `serde_json`), and
+//! it keeps the grammar of a set of characters a set of characters.
+
+use grail_grammar::{CharSet, Expr};
+
+/// The highest control character JSON requires escaped (U+001F), and DEL, which llama.cpp's
+/// `char` rule escapes too.
+const DEL: u32 = 0x7F;
+
+/// Code points that are never written as themselves inside a JSON string here.
+pub fn escaped_set() -> CharSet {
+    CharSet::new(
+        [
+            (0, 0x1F),
+            ('"' as u32, '"' as u32),
+            ('\\' as u32, '\\' as u32),
+            (DEL, DEL),
+        ],
+        false,
+    )
+}
+
+/// llama.cpp's `char`: one character of a JSON string as written, escapes included.
+pub fn any_string_char() -> Expr {
+    Expr::choice([
+        Expr::Chars(CharSet::new(escaped_set().members(), true)),
+        Expr::sequence([
+            Expr::literal("\\"),
+            Expr::choice([
+                Expr::chars([
+                    ('"', '"'),
+                    ('\\', '\\'),
+                    ('b', 'b'),
+                    ('f', 'f'),
+                    ('n', 'n'),
+                    ('r', 'r'),
+                    ('t', 't'),
+                ]),
+                Expr::sequence([Expr::literal("u"), hex_digit().repeat(4, Some(4))]),
+            ]),
+        ]),
+    ])
+}
+
+/// `[0-9a-fA-F]`.
+pub fn hex_digit() -> Expr {
+    Expr::chars([('0', '9'), ('a', 'f'), ('A', 'F')])
+}
+
+/// One code point as written in canonical form inside a JSON string.
+pub fn encoded_char(character: char) -> Expr {
+    match character {
+        '"' => Expr::literal("\\\""),
+        '\\' => Expr::literal("\\\\"),
+        '\u{8}' => Expr::literal("\\b"),
+        '\u{C}' => Expr::literal("\\f"),
+        '\n' => Expr::literal("\\n"),
+        '\r' => Expr::literal("\\r"),
+        '\t' => Expr::literal("\\t"),
+        control if (control as u32) < 0x20 || control as u32 == DEL => unicode_escape(control),
+        plain => Expr::literal(plain.to_string()),
+    }
+}
+
+/// `\u00XX` for a control character, hex digits in either case.
+fn unicode_escape(character: char) -> Expr {
+    let hex = format!("{:04x}", character as u32);
+    let mut items = vec![Expr::literal("\\u")];
+    for digit in hex.chars() {
+        items.push(if digit.is_ascii_alphabetic() {
+            Expr::chars([
+                (digit, digit),
+                (digit.to_ascii_uppercase(), digit.to_ascii_uppercase()),
+            ])
+        } else {
+            Expr::chars([(digit, digit)])
+        });
+    }
+    Expr::sequence(items)
+}
+
+/// A text written in canonical form inside a JSON string (without the quotes).
+pub fn encoded_text(text: &str) -> Expr {
+    if !text
+        .chars()
+        .any(|character| escaped_set().contains(character as u32))
+    {
+        return Expr::literal(text);
+    }
+    Expr::sequence(text.chars().map(encoded_char))
+}
+
+/// One character of `set`, written in canonical form inside a JSON string: the characters
+/// written as themselves as one class, the escaped ones each as its escape.
+pub fn encoded_set(set: &CharSet) -> Expr {
+    let escaped = escaped_set();
+    let plain = set.difference(&escaped);
+    let mut choices = Vec::new();
+    if !plain.matches_nothing() {
+        choices.push(Expr::Chars(plain));
+    }
+    for (first, last) in set.intersection(&escaped).members() {
+        for code_point in first..=last {
+            if let Some(character) = char::from_u32(code_point) {
+                choices.push(encoded_char(character));
+            }
+        }
+    }
+    match choices.len() {
+        1 => choices.pop().expect("one choice"),
+        _ => Expr::Choice(choices),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(expr: Expr, text: &str) -> bool {
+        let mut builder = grail_grammar::GrammarBuilder::new();
+        let root = builder.root();
+        builder.define(root, expr).unwrap();
+        let grammar = builder.build().unwrap();
+        let compiled =
+            grail_engine::CompiledGrammar::compile(&grammar, &Default::default()).unwrap();
+        let mut matcher = grail_engine::Matcher::new(&compiled);
+        matcher.accept_str(text).is_ok() && matcher.is_accepting()
+    }
+
+    #[test]
+    fn special_characters_are_escaped_in_canonical_form() {
+        assert!(matches(
+            encoded_text("a\"b\\c\nd\u{1}"),
+            "a\\\"b\\\\c\\nd\\u0001"
+        ));
+        assert!(matches(encoded_char('\u{7F}'), "\\u007F"));
+        assert!(matches(encoded_char('\u{7F}'), "\\u007f"));
+        assert!(!matches(encoded_char('\u{7F}'), "\u{7F}"));
+        assert!(matches(encoded_text("é日"), "é日"));
+    }
+
+    #[test]
+    fn a_set_is_its_plain_members_and_its_escapes() {
+        let set = CharSet::new(
+            [
+                ('\n' as u32, '\n' as u32),
+                ('a' as u32, 'c' as u32),
+                ('"' as u32, '"' as u32),
+            ],
+            false,
+        );
+        for (text, expected) in [
+            ("a", true),
+            ("c", true),
+            ("\\n", true),
+            ("\\\"", true),
+            ("\"", false),
+            ("\n", false),
+            ("d", false),
+        ] {
+            assert_eq!(matches(encoded_set(&set), text), expected, "{text:?}");
+        }
+        let everything_but_a = CharSet::new([('a' as u32, 'a' as u32)], true);
+        assert!(matches(encoded_set(&everything_but_a), "\\\\"));
+        assert!(matches(encoded_set(&everything_but_a), "é"));
+        assert!(!matches(encoded_set(&everything_but_a), "a"));
+    }
+
+    #[test]
+    fn any_string_char_is_llama_cpps_char() {
+        for (text, expected) in [
+            ("a", true),
+            ("\\u00e9", true),
+            ("\\n", true),
+            ("\"", false),
+            ("\\x", false),
+            ("\u{7F}", false),
+            ("\u{1F}", false),
+        ] {
+            assert_eq!(matches(any_string_char(), text), expected, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Numbers: integer and number ranges, `multipleOf`. (Being written.)
