@@ -12,6 +12,7 @@ mod next;
 mod render;
 mod rules;
 mod sample;
+mod schema;
 
 use std::process::ExitCode;
 
@@ -50,6 +51,12 @@ enum Command {
     Next(next::NextArgs),
     /// Print random strings of the grammar's language, one JSON string per line.
     Sample(sample::SampleArgs),
+    /// Convert a JSON Schema to a GBNF grammar.
+    ///
+    /// Exit status: 0 when converted (warnings go to stderr), 1 when refused (each
+    /// keyword Grail cannot enforce exactly is named with its JSON pointer; --lenient
+    /// weakens them instead), 2 on usage errors or a file that is not JSON.
+    Schema(schema::SchemaCommandArgs),
     /// List the tokens of a vocabulary the grammar allows after some text.
     ///
     /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar,
@@ -73,6 +80,7 @@ fn main() -> ExitCode {
         Command::Match(args) => match_text::run(&args),
         Command::Next(args) => next::run(&args),
         Command::Sample(args) => sample::run(&args),
+        Command::Schema(args) => schema::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Mask(args) => mask::run(&args),
     };

@@ -27,7 +27,7 @@ pub enum Expr {
     Token(Token),
     /// Expressions one after another.
     Sequence(Vec<Expr>),
-    /// One of several expressions.
+    /// One of several expressions; with none, nothing matches.
     Choice(Vec<Expr>),
     /// `expr{min,max}`; `max` of `None` is unbounded.
     Repeat(Box<Expr>, u32, Option<u32>),
@@ -318,6 +318,10 @@ impl GrammarBuilder {
                     SymbolKind::Rule(*id)
                 }
                 Expr::Token(token) => SymbolKind::Token(token.clone()),
+                // No alternative: nothing matches (a character no text contains).
+                Expr::Choice(items) if items.is_empty() => {
+                    SymbolKind::Chars(CharSet::new([], false))
+                }
                 Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
                     SymbolKind::Group(self.alternatives(rule, expr)?)
                 }

@@ -72,19 +72,13 @@ pub fn encoded_char(character: char) -> Expr {
 
 /// `\u00XX` for a control character, hex digits in either case.
 fn unicode_escape(character: char) -> Expr {
-    let hex = format!("{:04x}", character as u32);
-    let mut items = vec![Expr::literal("\\u")];
-    for digit in hex.chars() {
-        items.push(if digit.is_ascii_alphabetic() {
-            Expr::chars([
-                (digit, digit),
-                (digit.to_ascii_uppercase(), digit.to_ascii_uppercase()),
-            ])
-        } else {
-            Expr::chars([(digit, digit)])
-        });
-    }
-    Expr::sequence(items)
+    let code_point = character as u32;
+    let third = char::from_digit(code_point >> 4, 16).expect("a hex digit");
+    let fourth = char::from_digit(code_point & 0xF, 16).expect("a hex digit");
+    Expr::sequence([
+        Expr::literal(format!("\\u00{third}")),
+        hex_digits_either_case(&[fourth]),
+    ])
 }
 
 /// A text written in canonical form inside a JSON string (without the quotes).
@@ -99,7 +93,8 @@ pub fn encoded_text(text: &str) -> Expr {
 }
 
 /// One character of `set`, written in canonical form inside a JSON string: the characters
-/// written as themselves as one class, the escaped ones each as its escape.
+/// written as themselves as one class, the short escapes as one, the `\u00XX` ones grouped
+/// by their third hex digit.
 pub fn encoded_set(set: &CharSet) -> Expr {
     let escaped = escaped_set();
     let plain = set.difference(&escaped);
@@ -107,17 +102,65 @@ pub fn encoded_set(set: &CharSet) -> Expr {
     if !plain.matches_nothing() {
         choices.push(Expr::Chars(plain));
     }
+    let mut short = Vec::new();
+    // Second hex digits of `\u000X`, `\u001X` and `\u007X`.
+    let mut long: [Vec<char>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for (first, last) in set.intersection(&escaped).members() {
         for code_point in first..=last {
-            if let Some(character) = char::from_u32(code_point) {
-                choices.push(encoded_char(character));
+            match char::from_u32(code_point) {
+                Some(character @ ('"' | '\\')) => short.push(character),
+                Some('\u{8}') => short.push('b'),
+                Some('\u{C}') => short.push('f'),
+                Some('\n') => short.push('n'),
+                Some('\r') => short.push('r'),
+                Some('\t') => short.push('t'),
+                _ => {
+                    let group = match code_point >> 4 {
+                        0 => 0,
+                        1 => 1,
+                        _ => 2,
+                    };
+                    let digit = char::from_digit(code_point & 0xF, 16).expect("a hex digit");
+                    long[group].push(digit);
+                }
             }
         }
+    }
+    if !short.is_empty() {
+        choices.push(Expr::sequence([
+            Expr::literal("\\"),
+            Expr::chars(short.iter().map(|&character| (character, character))),
+        ]));
+    }
+    let groups: Vec<Expr> = long
+        .iter()
+        .zip(['0', '1', '7'])
+        .filter(|(digits, _)| !digits.is_empty())
+        .map(|(digits, third)| {
+            Expr::sequence([
+                Expr::literal(third.to_string()),
+                hex_digits_either_case(digits),
+            ])
+        })
+        .collect();
+    if !groups.is_empty() {
+        choices.push(Expr::sequence([
+            Expr::literal("\\u00"),
+            Expr::Choice(groups),
+        ]));
     }
     match choices.len() {
         1 => choices.pop().expect("one choice"),
         _ => Expr::Choice(choices),
     }
+}
+
+/// One of the hex digits, letters in either case.
+fn hex_digits_either_case(digits: &[char]) -> Expr {
+    Expr::chars(digits.iter().flat_map(|&digit| {
+        let upper = digit.to_ascii_uppercase();
+        [(digit, digit), (upper, upper)]
+    }))
 }
 
 #[cfg(test)]

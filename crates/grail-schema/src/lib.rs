@@ -1,12 +1,166 @@
 //! JSON Schema → grammar.
 //!
-//! A schema (draft 2020-12, plus the draft-07 spellings common in tool definitions)
-//! becomes a [`grail_grammar::Grammar`] built with the grammar builder, never by string
-//! concatenation. Where Grail cannot enforce a keyword exactly, the schema is refused
-//! with the JSON pointer and the keyword (strict, the default), or compiled to the
-//! closest superset with a warning for every weakened keyword (lenient).
+//! A schema (draft 2020-12, plus the draft-04/07 spellings common in tool definitions:
+//! `definitions`, array-form `items` with `additionalItems`, boolean `exclusiveMinimum`)
+//! becomes a [`Grammar`] built with the grammar builder, never by string concatenation.
+//! Where Grail cannot enforce a keyword exactly, the schema is refused with the JSON
+//! pointer and the keyword ([`Mode::Strict`], the default), or compiled to the closest
+//! superset with a warning for every weakened keyword ([`Mode::Lenient`]). Keywords that
+//! carry no constraint (`title`, `description`, `default`, `examples`, `$comment`, vendor
+//! `x-…`, and any keyword the specification does not define) are ignored quietly.
+//!
+//! ```
+//! use grail_schema::{SchemaOptions, schema_to_grammar};
+//! let schema = serde_json::json!({
+//!     "type": "object",
+//!     "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+//!     "required": ["name"],
+//!     "additionalProperties": false
+//! });
+//! let converted = schema_to_grammar(&schema, &SchemaOptions::default()).unwrap();
+//! let gbnf = grail_grammar::print_grammar(&converted.grammar);
+//! assert!(gbnf.starts_with("root ::= "));
+//!
+//! let refused = schema_to_grammar(&serde_json::json!({"type": "array", "uniqueItems": true}), &SchemaOptions::default());
+//! let diagnostics = refused.unwrap_err().diagnostics().to_vec();
+//! assert_eq!(diagnostics[0].keyword_pointer(), "/uniqueItems");
+//! ```
 
+mod convert;
+pub mod diagnostic;
+mod emit;
+mod emit_array;
+mod emit_object;
+mod emit_string;
 pub mod format;
 pub mod json_text;
+pub mod locate;
+mod meet;
 pub mod numeric;
+pub mod options;
 pub mod pattern;
+mod read;
+mod resolve;
+mod shape;
+
+use grail_grammar::Grammar;
+use serde_json::Value;
+
+pub use diagnostic::{SchemaDiagnostic, Severity};
+pub use options::{Dialect, KeyOrder, Mode, SchemaLimits, SchemaOptions, Whitespace};
+
+use convert::Converter;
+use shape::Shape;
+
+/// A schema converted to a grammar, with what was weakened (lenient mode) or noted.
+#[derive(Debug, Clone)]
+pub struct SchemaGrammar {
+    /// The grammar; its root is `root`.
+    pub grammar: Grammar,
+    /// Warnings (every weakened keyword, in lenient mode) and notes.
+    pub diagnostics: Vec<SchemaDiagnostic>,
+}
+
+/// Why a schema could not be converted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The schema text is not JSON.
+    #[error("the schema is not valid JSON: {message} (line {line}, column {column})")]
+    Json {
+        /// What the JSON parser said.
+        message: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// The schema text is over [`SchemaLimits::max_schema_bytes`].
+    #[error(
+        "the schema is {size} bytes, over the limit of {limit} (SchemaLimits::max_schema_bytes)"
+    )]
+    TooLarge {
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The schema is refused: every diagnostic, errors first.
+    #[error("the schema is refused: {}", .diagnostics.first().map(ToString::to_string).unwrap_or_default())]
+    Refused {
+        /// The diagnostics (at least one error).
+        diagnostics: Vec<SchemaDiagnostic>,
+    },
+}
+
+impl SchemaError {
+    /// The diagnostics of a refusal (empty for the other errors).
+    pub fn diagnostics(&self) -> &[SchemaDiagnostic] {
+        match self {
+            SchemaError::Refused { diagnostics } => diagnostics,
+            _ => &[],
+        }
+    }
+}
+
+/// Converts a schema given as JSON text.
+pub fn schema_text_to_grammar(
+    text: &str,
+    options: &SchemaOptions,
+) -> Result<SchemaGrammar, SchemaError> {
+    if text.len() > options.limits.max_schema_bytes {
+        return Err(SchemaError::TooLarge {
+            size: text.len(),
+            limit: options.limits.max_schema_bytes,
+        });
+    }
+    let schema: Value = serde_json::from_str(text).map_err(|error| SchemaError::Json {
+        message: error.to_string(),
+        line: error.line(),
+        column: error.column(),
+    })?;
+    schema_to_grammar(&schema, options)
+}
+
+/// Converts a schema.
+pub fn schema_to_grammar(
+    schema: &Value,
+    options: &SchemaOptions,
+) -> Result<SchemaGrammar, SchemaError> {
+    let mut converter = Converter::new(schema, options);
+    let root_shape = converter.read("");
+    if let Shape::Ref(target) = &root_shape {
+        let mut seen = vec![String::new()];
+        let mut current = target.clone();
+        while let Shape::Ref(next) = converter.read(&current) {
+            if seen.contains(&next) || next == current {
+                converter.error(
+                    "ref-cycle",
+                    &current,
+                    Some("$ref"),
+                    "these schemas refer to one another through `$ref` alone, so they allow nothing definite",
+                );
+                break;
+            }
+            seen.push(current);
+            current = next;
+        }
+    }
+    converter.rule_of("");
+    let mut diagnostics = std::mem::take(&mut converter.diagnostics);
+    diagnostics.sort_by_key(|diagnostic| std::cmp::Reverse(diagnostic.severity));
+    if diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == Severity::Error)
+    {
+        return Err(SchemaError::Refused { diagnostics });
+    }
+    let grammar = converter
+        .builder
+        .build()
+        .expect("every rule the converter declares is defined");
+    Ok(SchemaGrammar {
+        grammar,
+        diagnostics,
+    })
+}

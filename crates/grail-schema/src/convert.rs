@@ -1,0 +1,192 @@
+//! The conversion's shared state: the document, the options, the grammar being built, the
+//! rule of each schema location, and the diagnostics.
+
+use std::collections::HashMap;
+
+use grail_grammar::{GrammarBuilder, RuleId};
+use serde_json::Value;
+
+use crate::diagnostic::{SchemaDiagnostic, Severity};
+use crate::options::{Mode, SchemaOptions};
+use crate::resolve::ResourceIndex;
+use crate::shape::Shape;
+
+/// One conversion of one schema document.
+pub(crate) struct Converter<'s> {
+    /// The whole document.
+    pub root: &'s Value,
+    /// Its identifiers and anchors.
+    pub index: ResourceIndex,
+    /// The options.
+    pub options: &'s SchemaOptions,
+    /// Draft-07 and earlier: keywords beside `$ref` are ignored.
+    pub legacy_ref: bool,
+    /// The grammar being built.
+    pub builder: GrammarBuilder,
+    /// Everything found so far.
+    pub diagnostics: Vec<SchemaDiagnostic>,
+    /// The shape read at each pointer.
+    pub shapes: HashMap<String, Shape>,
+    /// The rule of each schema location referred to.
+    pub rules: HashMap<String, RuleId>,
+    /// Shared rules by name (`space`, `char`, `value`, ...).
+    pub primitives: HashMap<crate::emit::Primitive, RuleId>,
+    /// Pointers whose shapes are being read (a `$ref` chain with no schema in between).
+    pub reading: Vec<String>,
+    /// References being expanded to intersect them (`allOf` over a recursive `$ref`).
+    pub expanding: Vec<String>,
+    /// How deep schema objects nest at the current point of reading.
+    pub depth: usize,
+    /// Rules declared so far.
+    pub rule_count: usize,
+}
+
+impl<'s> Converter<'s> {
+    /// A converter for `root`.
+    pub fn new(root: &'s Value, options: &'s SchemaOptions) -> Converter<'s> {
+        let legacy_ref = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|uri| {
+                ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"]
+                    .iter()
+                    .any(|draft| uri.contains(draft))
+            });
+        Converter {
+            root,
+            index: ResourceIndex::new(root),
+            options,
+            legacy_ref,
+            builder: GrammarBuilder::new(),
+            diagnostics: Vec::new(),
+            shapes: HashMap::new(),
+            rules: HashMap::new(),
+            primitives: HashMap::new(),
+            reading: Vec::new(),
+            expanding: Vec::new(),
+            depth: 0,
+            rule_count: 1,
+        }
+    }
+
+    /// Reports a keyword Grail cannot enforce exactly: an error in strict mode, a warning
+    /// that the grammar is weaker in lenient mode (the caller then drops the constraint).
+    pub fn unsupported(&mut self, pointer: &str, keyword: &str, reason: impl Into<String>) {
+        let reason = reason.into();
+        let diagnostic = match self.options.mode {
+            Mode::Strict => SchemaDiagnostic::new(
+                Severity::Error,
+                "keyword-unsupported",
+                pointer,
+                Some(keyword),
+                format!("`{keyword}` cannot be enforced exactly: {reason}"),
+            )
+            .with_help(
+                "simplify the schema there, or compile leniently (`--lenient`) to drop the constraint with a warning",
+            ),
+            Mode::Lenient => SchemaDiagnostic::new(
+                Severity::Warning,
+                "keyword-weakened",
+                pointer,
+                Some(keyword),
+                format!("`{keyword}` is not enforced: {reason}"),
+            )
+            .with_help("the grammar allows more than the schema here"),
+        };
+        self.diagnostics.push(diagnostic);
+    }
+
+    /// Reports an error that refuses the schema in every mode (an invalid schema, a limit).
+    pub fn error(
+        &mut self,
+        code: &'static str,
+        pointer: &str,
+        keyword: Option<&str>,
+        message: impl Into<String>,
+    ) {
+        self.diagnostics.push(SchemaDiagnostic::new(
+            Severity::Error,
+            code,
+            pointer,
+            keyword,
+            message,
+        ));
+    }
+
+    /// Declares a new rule, counting it against the limit.
+    pub fn declare(&mut self, name: &str) -> RuleId {
+        self.rule_count += 1;
+        self.builder.declare(name)
+    }
+
+    /// True when the rule limit has been passed (reported once).
+    pub fn over_rule_limit(&mut self) -> bool {
+        let limit = self.options.limits.max_rules;
+        if self.rule_count <= limit {
+            return false;
+        }
+        if !self
+            .diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.code == "rules-too-many")
+        {
+            self.error(
+                "rules-too-many",
+                "",
+                None,
+                format!("the grammar needs more than {limit} rules (SchemaLimits::max_rules)"),
+            );
+        }
+        true
+    }
+}
+
+/// A readable rule name for the schema at `pointer`: its last property names, `item`,
+/// or definition name.
+pub(crate) fn rule_name(pointer: &str) -> String {
+    let tokens: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|token| token.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut words: Vec<String> = Vec::new();
+    let mut index = 0;
+    while index < tokens.len() {
+        let token = tokens[index].as_str();
+        match token {
+            "properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas" => {
+                if let Some(name) = tokens.get(index + 1) {
+                    words.push(name.clone());
+                }
+                index += 2;
+                continue;
+            }
+            "items" | "additionalItems" => words.push("item".to_string()),
+            "prefixItems" => {
+                if let Some(position) = tokens.get(index + 1) {
+                    words.push(format!("tuple-{position}"));
+                }
+                index += 2;
+                continue;
+            }
+            "additionalProperties" => words.push("additional".to_string()),
+            "anyOf" | "oneOf" | "allOf" => {
+                if let Some(position) = tokens.get(index + 1) {
+                    words.push(format!("alternative-{position}"));
+                }
+                index += 2;
+                continue;
+            }
+            "contains" => words.push("contains".to_string()),
+            "not" => words.push("not".to_string()),
+            "then" | "else" | "if" => words.push(token.to_string()),
+            _ => {}
+        }
+        index += 1;
+    }
+    if words.is_empty() {
+        return "root".to_string();
+    }
+    let keep = words.len().saturating_sub(3);
+    words[keep..].join("-")
+}

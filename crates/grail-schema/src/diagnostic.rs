@@ -1,0 +1,98 @@
+//! Findings about a schema, as data: where (a JSON pointer and a keyword), what, and how
+//! to fix it.
+
+use std::fmt;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Context, no action needed.
+    Note,
+    /// The grammar is weaker than the schema here (lenient mode), or something is odd.
+    Warning,
+    /// The schema is refused.
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// One finding about a schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaDiagnostic {
+    /// How serious it is.
+    pub severity: Severity,
+    /// A stable kebab-case code (`keyword-unsupported`, `ref-unresolved`, ...).
+    pub code: &'static str,
+    /// The JSON pointer of the schema object concerned (`/properties/tags`), `""` for the
+    /// root.
+    pub pointer: String,
+    /// The keyword concerned (`uniqueItems`), if one.
+    pub keyword: Option<String>,
+    /// What was found.
+    pub message: String,
+    /// How to fix it, if there is a known way.
+    pub help: Option<String>,
+}
+
+impl SchemaDiagnostic {
+    /// A finding without help.
+    pub fn new(
+        severity: Severity,
+        code: &'static str,
+        pointer: &str,
+        keyword: Option<&str>,
+        message: impl Into<String>,
+    ) -> SchemaDiagnostic {
+        SchemaDiagnostic {
+            severity,
+            code,
+            pointer: pointer.to_string(),
+            keyword: keyword.map(str::to_string),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Adds how to fix it.
+    pub fn with_help(mut self, help: impl Into<String>) -> SchemaDiagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The full pointer of the keyword (`/properties/tags/uniqueItems`).
+    pub fn keyword_pointer(&self) -> String {
+        match &self.keyword {
+            Some(keyword) => format!("{}/{}", self.pointer, escape_pointer_token(keyword)),
+            None => self.pointer.clone(),
+        }
+    }
+}
+
+impl fmt::Display for SchemaDiagnostic {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = self.keyword_pointer();
+        let at = if at.is_empty() { "/" } else { at.as_str() };
+        write!(
+            formatter,
+            "{}[{}] at {at}: {}",
+            self.severity, self.code, self.message
+        )?;
+        if let Some(help) = &self.help {
+            write!(formatter, " (help: {help})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A reference token of a JSON pointer, with `~` and `/` escaped (RFC 6901).
+pub fn escape_pointer_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}

@@ -1,0 +1,497 @@
+//! Shapes to grammar expressions: the dispatch, the shared JSON rules (llama.cpp's
+//! `value`, `object`, `array`, `string`, `number`, ...), constants, and the choice between
+//! types. Strings, arrays and objects have files of their own.
+
+use grail_grammar::{Expr, RuleId};
+use serde_json::Value;
+
+use crate::convert::{Converter, rule_name};
+use crate::json_text::{any_string_char, encoded_set, encoded_text};
+use crate::numeric::{NumberSyntax, integer_expr, number_expr};
+use crate::options::Whitespace;
+use crate::shape::{Shape, Typed, Types};
+
+/// The shared rules, each defined once when first needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Primitive {
+    Space,
+    Value,
+    Object,
+    Array,
+    String,
+    Char,
+    CanonicalChar,
+    Number,
+    Integer,
+    IntegralPart,
+    DecimalPart,
+    Boolean,
+    Null,
+}
+
+impl Primitive {
+    fn name(self) -> &'static str {
+        match self {
+            Primitive::Space => "space",
+            Primitive::Value => "value",
+            Primitive::Object => "object",
+            Primitive::Array => "array",
+            Primitive::String => "string",
+            Primitive::Char => "char",
+            Primitive::CanonicalChar => "canonical-char",
+            Primitive::Number => "number",
+            Primitive::Integer => "integer",
+            Primitive::IntegralPart => "integral-part",
+            Primitive::DecimalPart => "decimal-part",
+            Primitive::Boolean => "boolean",
+            Primitive::Null => "null",
+        }
+    }
+}
+
+impl Converter<'_> {
+    /// The expression of `shape`; `name` names the rules made for its parts.
+    pub fn emit(&mut self, shape: &Shape, name: &str) -> Expr {
+        grail_syntax::stack::deep(|| match shape {
+            Shape::Any => self.primitive(Primitive::Value),
+            Shape::Never => Expr::Choice(Vec::new()),
+            Shape::Ref(target) => Expr::Rule(self.rule_of(target)),
+            Shape::Values(values) => self.values(values),
+            Shape::AnyOf(branches) => {
+                let mut choices = Vec::with_capacity(branches.len());
+                for (position, branch) in branches.iter().enumerate() {
+                    let branch_name = format!("{name}-{position}");
+                    choices.push(self.emit_as_rule(branch, &branch_name));
+                }
+                Expr::Choice(choices)
+            }
+            Shape::Typed(typed) => self.typed(typed, name),
+        })
+    }
+
+    /// `shape` as a reference to a rule (its own, or a shared one) when it is more than a
+    /// token or a reference already.
+    pub fn emit_as_rule(&mut self, shape: &Shape, name: &str) -> Expr {
+        let expr = self.emit(shape, name);
+        match expr {
+            Expr::Rule(_) | Expr::Literal(_) | Expr::Chars(_) | Expr::Empty => expr,
+            Expr::Choice(ref choices) if choices.is_empty() => expr,
+            _ => {
+                if self.over_rule_limit() {
+                    return Expr::Choice(Vec::new());
+                }
+                let rule = self.declare(name);
+                self.builder
+                    .define(rule, expr)
+                    .expect("a rule declared here is defined once");
+                Expr::Rule(rule)
+            }
+        }
+    }
+
+    /// The rule of the schema at `target`, declared and defined on first use (recursion
+    /// refers to it before it is defined).
+    pub fn rule_of(&mut self, target: &str) -> RuleId {
+        if let Some(&rule) = self.rules.get(target) {
+            return rule;
+        }
+        let rule = if target.is_empty() {
+            self.builder.root()
+        } else {
+            self.declare(&rule_name(target))
+        };
+        self.rules.insert(target.to_string(), rule);
+        let shape = self.read(target);
+        let expr = if self.over_rule_limit() {
+            Expr::Choice(Vec::new())
+        } else {
+            self.emit(&shape, &rule_name(target))
+        };
+        self.builder
+            .define(rule, expr)
+            .expect("a schema rule is defined once");
+        rule
+    }
+
+    /// The whitespace allowed between tokens.
+    pub fn space(&mut self) -> Expr {
+        match self.options.whitespace {
+            Whitespace::None => Expr::Empty,
+            _ => self.primitive(Primitive::Space),
+        }
+    }
+
+    /// A reference to a shared rule, defining it (and what it needs) on first use.
+    pub fn primitive(&mut self, which: Primitive) -> Expr {
+        if let Some(&rule) = self.primitives.get(&which) {
+            return Expr::Rule(rule);
+        }
+        let rule = self.declare(which.name());
+        self.primitives.insert(which, rule);
+        let body = self.primitive_body(which);
+        self.builder
+            .define(rule, body)
+            .expect("a shared rule is defined once");
+        Expr::Rule(rule)
+    }
+
+    fn primitive_body(&mut self, which: Primitive) -> Expr {
+        let syntax = self.options.numbers.clone();
+        match which {
+            Primitive::Space => match self.options.whitespace {
+                Whitespace::Llama => Expr::choice([
+                    Expr::Empty,
+                    Expr::literal(" "),
+                    Expr::sequence([
+                        Expr::literal("\n").repeat(1, Some(2)),
+                        Expr::chars([(' ', ' '), ('\t', '\t')]).repeat(0, Some(20)),
+                    ]),
+                ]),
+                Whitespace::Free => json_whitespace().zero_or_more(),
+                Whitespace::Bounded(count) => json_whitespace().repeat(0, Some(count)),
+                Whitespace::None => Expr::Empty,
+            },
+            Primitive::Value => Expr::choice([
+                self.primitive(Primitive::Object),
+                self.primitive(Primitive::Array),
+                self.primitive(Primitive::String),
+                self.primitive(Primitive::Number),
+                self.primitive(Primitive::Boolean),
+                self.primitive(Primitive::Null),
+            ]),
+            Primitive::Object => {
+                let space = self.space();
+                let string = self.primitive(Primitive::String);
+                let value = self.primitive(Primitive::Value);
+                let pair = Expr::sequence([string, Expr::literal(":"), space.clone(), value]);
+                Expr::sequence([
+                    Expr::literal("{"),
+                    space.clone(),
+                    Expr::sequence([
+                        pair.clone(),
+                        Expr::sequence([Expr::literal(","), space.clone(), pair]).zero_or_more(),
+                    ])
+                    .optional(),
+                    space,
+                    Expr::literal("}"),
+                ])
+            }
+            Primitive::Array => {
+                let space = self.space();
+                let value = self.primitive(Primitive::Value);
+                self.list(value, 0, None)
+                    .map(|list| {
+                        Expr::sequence([
+                            Expr::literal("["),
+                            space.clone(),
+                            list,
+                            space,
+                            Expr::literal("]"),
+                        ])
+                    })
+                    .expect("an unbounded list")
+            }
+            Primitive::String => {
+                let char = self.primitive(Primitive::Char);
+                Expr::sequence([
+                    Expr::literal("\""),
+                    char.zero_or_more(),
+                    Expr::literal("\""),
+                ])
+            }
+            Primitive::Char => any_string_char(),
+            Primitive::CanonicalChar => encoded_set(&grail_grammar::CharSet::new([], true)),
+            Primitive::Number => {
+                let integral = self.primitive(Primitive::IntegralPart);
+                let decimal = self.primitive(Primitive::DecimalPart);
+                let exponent_digits = if syntax == NumberSyntax::llama_cpp() {
+                    integral.clone()
+                } else {
+                    digits(1, syntax.max_exponent_digits)
+                };
+                Expr::sequence([
+                    Expr::sequence([Expr::literal("-").optional(), integral]),
+                    Expr::sequence([Expr::literal("."), decimal]).optional(),
+                    Expr::sequence([
+                        Expr::chars([('e', 'e'), ('E', 'E')]),
+                        Expr::chars([('-', '-'), ('+', '+')]).optional(),
+                        exponent_digits,
+                    ])
+                    .optional(),
+                ])
+            }
+            Primitive::Integer => {
+                let integral = self.primitive(Primitive::IntegralPart);
+                Expr::sequence([Expr::literal("-").optional(), integral])
+            }
+            Primitive::IntegralPart => Expr::choice([
+                Expr::chars([('0', '0')]),
+                Expr::sequence([
+                    Expr::chars([('1', '9')]),
+                    digits(
+                        0,
+                        syntax.max_integer_digits.map(|max| max.saturating_sub(1)),
+                    ),
+                ]),
+            ]),
+            Primitive::DecimalPart => digits(1, syntax.max_fraction_digits),
+            Primitive::Boolean => Expr::choice([Expr::literal("true"), Expr::literal("false")]),
+            Primitive::Null => Expr::literal("null"),
+        }
+    }
+
+    /// `item ("," space item)*` with between `min` and `max` items (`None` when `min` is 0
+    /// and the list may be empty is still `Some` of an optional list).
+    pub fn list(&mut self, item: Expr, min: u64, max: Option<u64>) -> Option<Expr> {
+        if max == Some(0) {
+            return Some(Expr::Empty);
+        }
+        let space = self.space();
+        let rest = Expr::sequence([Expr::literal(","), space, item.clone()]);
+        let rest_min = min.saturating_sub(1);
+        let rest_max = max.map(|max| max - 1);
+        let list = Expr::sequence([item, self.repeat(rest, rest_min, rest_max)]);
+        Some(if min == 0 { list.optional() } else { list })
+    }
+
+    /// `expr{min,max}`, nested through rules where a bound is over llama.cpp's 2000, so
+    /// llama.cpp reads it exactly too.
+    pub fn repeat(&mut self, expr: Expr, min: u64, max: Option<u64>) -> Expr {
+        const CHUNK: u64 = 1000;
+        if min <= CHUNK && max.is_none_or(|max| max <= CHUNK) {
+            return expr.repeat(min as u32, max.map(|max| max as u32));
+        }
+        // Up to CHUNK copies per rule; the rule repeated.
+        let chunk_rule = self.declare("repeat-chunk");
+        let exact_chunk_rule = self.declare("repeat-block");
+        self.builder
+            .define(chunk_rule, expr.clone().repeat(0, Some(CHUNK as u32)))
+            .expect("new rule");
+        self.builder
+            .define(
+                exact_chunk_rule,
+                expr.clone().repeat(CHUNK as u32, Some(CHUNK as u32)),
+            )
+            .expect("new rule");
+        let mut parts = Vec::new();
+        // The mandatory copies: whole blocks, then the remainder.
+        let blocks = min / CHUNK;
+        if blocks > 0 {
+            parts.push(self.repeat(Expr::Rule(exact_chunk_rule), blocks, Some(blocks)));
+        }
+        parts.push(
+            expr.clone()
+                .repeat((min % CHUNK) as u32, Some((min % CHUNK) as u32)),
+        );
+        match max {
+            None => parts.push(expr.zero_or_more()),
+            Some(max) => {
+                let optional = max - min;
+                let optional_chunks = optional / CHUNK;
+                if optional_chunks > 0 {
+                    parts.push(self.repeat(Expr::Rule(chunk_rule), 0, Some(optional_chunks)));
+                }
+                parts.push(expr.repeat(0, Some((optional % CHUNK) as u32)));
+            }
+        }
+        Expr::Sequence(parts)
+    }
+
+    /// The JSON texts of constants, as literals (compact, as llama.cpp writes them) or
+    /// with the whitespace rule between tokens.
+    pub fn values(&mut self, values: &[Value]) -> Expr {
+        let choices: Vec<Expr> = values.iter().map(|value| self.value_text(value)).collect();
+        match <[Expr; 1]>::try_from(choices) {
+            Ok([single]) => single,
+            Err(choices) => Expr::Choice(choices),
+        }
+    }
+
+    fn value_text(&mut self, value: &Value) -> Expr {
+        match value {
+            Value::String(text) => {
+                Expr::sequence([Expr::literal("\""), encoded_text(text), Expr::literal("\"")])
+            }
+            Value::Array(_) | Value::Object(_) if self.options.llama_dialect() => {
+                Expr::literal(value.to_string())
+            }
+            Value::Array(items) => {
+                let space = self.space();
+                let mut parts = vec![Expr::literal("["), space.clone()];
+                for (position, item) in items.iter().enumerate() {
+                    if position > 0 {
+                        parts.extend([Expr::literal(","), space.clone()]);
+                    }
+                    parts.push(self.value_text(item));
+                }
+                parts.extend([space, Expr::literal("]")]);
+                Expr::Sequence(parts)
+            }
+            Value::Object(entries) => {
+                let space = self.space();
+                let mut parts = vec![Expr::literal("{"), space.clone()];
+                for (position, (key, item)) in entries.iter().enumerate() {
+                    if position > 0 {
+                        parts.extend([Expr::literal(","), space.clone()]);
+                    }
+                    parts.extend([
+                        Expr::literal("\""),
+                        encoded_text(key),
+                        Expr::literal("\""),
+                        space.clone(),
+                        Expr::literal(":"),
+                        space.clone(),
+                    ]);
+                    parts.push(self.value_text(item));
+                }
+                parts.extend([space, Expr::literal("}")]);
+                Expr::Sequence(parts)
+            }
+            other => Expr::literal(other.to_string()),
+        }
+    }
+
+    fn typed(&mut self, typed: &Typed, name: &str) -> Expr {
+        if typed.types.has(Types::ALL) && typed.is_unconstrained() {
+            return self.primitive(Primitive::Value);
+        }
+        let excluded_other_kinds = typed.excluded.iter().find(|excluded| {
+            matches!(
+                excluded.value,
+                Value::Number(_) | Value::Array(_) | Value::Object(_)
+            )
+        });
+        if let Some(excluded) = excluded_other_kinds {
+            let (pointer, keyword) = (excluded.pointer.clone(), excluded.keyword);
+            self.unsupported(
+                &pointer,
+                keyword,
+                "excluding numbers, arrays or objects by value is not expressed in the grammar",
+            );
+        }
+        let is_excluded = |value: &Value| {
+            typed
+                .excluded
+                .iter()
+                .any(|excluded| &excluded.value == value)
+        };
+        let mut choices = Vec::new();
+        let types = typed.types;
+        if types.has(Types::NULL) && !is_excluded(&Value::Null) {
+            choices.push(self.primitive(Primitive::Null));
+        }
+        if types.has(Types::BOOLEAN) {
+            match (
+                is_excluded(&Value::Bool(true)),
+                is_excluded(&Value::Bool(false)),
+            ) {
+                (false, false) => choices.push(self.primitive(Primitive::Boolean)),
+                (true, false) => choices.push(Expr::literal("false")),
+                (false, true) => choices.push(Expr::literal("true")),
+                (true, true) => {}
+            }
+        }
+        if types.has_integers() {
+            choices.extend(self.numbers(typed, name));
+        }
+        if types.has(Types::STRING) {
+            choices.extend(self.string(typed, name));
+        }
+        if types.has(Types::ARRAY) {
+            choices.extend(self.array(typed, name));
+        }
+        if types.has(Types::OBJECT) {
+            choices.extend(self.object(typed, name));
+        }
+        match <[Expr; 1]>::try_from(choices) {
+            Ok([single]) => single,
+            Err(choices) => Expr::Choice(choices),
+        }
+    }
+
+    fn numbers(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
+        let rules = &typed.number;
+        let integers_only = !typed.types.has(Types::NUMBER);
+        if rules.minimum.is_none() && rules.maximum.is_none() && rules.multiple_of.is_empty() {
+            return Some(self.primitive(if integers_only {
+                Primitive::Integer
+            } else {
+                Primitive::Number
+            }));
+        }
+        let (minimum, maximum) = (rules.minimum.clone(), rules.maximum.clone());
+        if rules.multiple_of.len() > 1 {
+            let located = rules.multiple_of[1].clone();
+            self.unsupported(
+                &located.pointer,
+                located.keyword,
+                "several `multipleOf` apply at once",
+            );
+        }
+        let multiple_of = rules
+            .multiple_of
+            .first()
+            .map(|located| located.value.clone());
+        let syntax = self.options.numbers.clone();
+        let result = if integers_only {
+            integer_expr(
+                minimum.as_ref().map(|bound| &bound.value),
+                maximum.as_ref().map(|bound| &bound.value),
+                multiple_of.as_ref(),
+                &syntax,
+                &mut self.builder,
+            )
+        } else {
+            number_expr(
+                minimum.as_ref().map(|bound| &bound.value),
+                maximum.as_ref().map(|bound| &bound.value),
+                multiple_of.as_ref(),
+                &syntax,
+                &mut self.builder,
+            )
+        };
+        match result {
+            Ok(expr) => Some(self.wrap_rule(expr, &format!("{name}-number"))),
+            Err(crate::numeric::NumericError::Empty) => None,
+            Err(error) => {
+                let (pointer, keyword) = minimum
+                    .as_ref()
+                    .or(maximum.as_ref())
+                    .map(|bound| (bound.pointer.clone(), bound.keyword))
+                    .or_else(|| {
+                        rules
+                            .multiple_of
+                            .first()
+                            .map(|located| (located.pointer.clone(), located.keyword))
+                    })
+                    .expect("some numeric keyword");
+                self.unsupported(&pointer, keyword, error.to_string());
+                Some(self.primitive(if integers_only {
+                    Primitive::Integer
+                } else {
+                    Primitive::Number
+                }))
+            }
+        }
+    }
+
+    /// `expr` in a rule of its own named `name`, unless it is a single reference.
+    pub fn wrap_rule(&mut self, expr: Expr, name: &str) -> Expr {
+        if matches!(expr, Expr::Rule(_) | Expr::Literal(_)) || self.over_rule_limit() {
+            return expr;
+        }
+        let rule = self.declare(name);
+        self.builder.define(rule, expr).expect("new rule");
+        Expr::Rule(rule)
+    }
+}
+
+/// `[ \t\n\r]`.
+fn json_whitespace() -> Expr {
+    Expr::chars([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')])
+}
+
+/// `[0-9]{min,max}`.
+fn digits(min: u32, max: Option<u32>) -> Expr {
+    Expr::chars([('0', '9')]).repeat(min, max)
+}

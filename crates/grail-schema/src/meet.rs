@@ -1,0 +1,597 @@
+//! Combining shapes: `allOf` (intersection), `oneOf` (a union when the branches are
+//! provably disjoint), `not` (where the complement is a shape), and deciding whether a
+//! constant value satisfies a shape (to filter `enum` by the constraints beside it).
+
+use serde_json::Value;
+
+use crate::convert::Converter;
+use crate::numeric::Decimal;
+use crate::read::tighter;
+use crate::shape::{ArrayRules, Located, ObjectRules, Shape, Typed, Types};
+
+/// How deep value checks follow references before giving up (a guard, not a limit users
+/// meet: values are finite).
+const MAX_CHECK_DEPTH: usize = 64;
+
+impl Converter<'_> {
+    /// The values both shapes allow.
+    pub fn meet(&mut self, pointer: &str, left: Shape, right: Shape) -> Shape {
+        grail_syntax::stack::deep(|| self.meet_inner(pointer, left, right))
+    }
+
+    fn meet_inner(&mut self, pointer: &str, left: Shape, right: Shape) -> Shape {
+        match (left, right) {
+            (Shape::Any, other) | (other, Shape::Any) => other,
+            (Shape::Never, _) | (_, Shape::Never) => Shape::Never,
+            (Shape::Ref(a), Shape::Ref(b)) if a == b => Shape::Ref(a),
+            (Shape::AnyOf(branches), other) | (other, Shape::AnyOf(branches)) => {
+                if branches.len() > self.options.limits.max_combinations {
+                    self.error(
+                        "combinations-too-many",
+                        pointer,
+                        Some("allOf"),
+                        format!(
+                            "combining these schemas gives more than {} alternatives (SchemaLimits::max_combinations)",
+                            self.options.limits.max_combinations
+                        ),
+                    );
+                    return Shape::Never;
+                }
+                let mut results = Vec::new();
+                for branch in branches {
+                    match self.meet(pointer, branch, other.clone()) {
+                        Shape::Never => {}
+                        Shape::AnyOf(inner) => results.extend(inner),
+                        shape => results.push(shape),
+                    }
+                }
+                if results.len() > self.options.limits.max_combinations {
+                    self.error(
+                        "combinations-too-many",
+                        pointer,
+                        Some("allOf"),
+                        format!(
+                            "combining these schemas gives more than {} alternatives (SchemaLimits::max_combinations)",
+                            self.options.limits.max_combinations
+                        ),
+                    );
+                    return Shape::Never;
+                }
+                match results.len() {
+                    0 => Shape::Never,
+                    1 => results.pop().expect("one"),
+                    _ => Shape::AnyOf(results),
+                }
+            }
+            (Shape::Ref(target), other) | (other, Shape::Ref(target)) => {
+                match self.expand(pointer, &target) {
+                    Some(expanded) => {
+                        let shape = self.meet(pointer, expanded, other);
+                        self.expanding.pop();
+                        shape
+                    }
+                    None => other,
+                }
+            }
+            (Shape::Values(left), Shape::Values(right)) => Shape::Values(
+                left.into_iter()
+                    .filter(|value| right.iter().any(|other| json_equal(value, other)))
+                    .collect(),
+            ),
+            (Shape::Values(values), other) | (other, Shape::Values(values)) => {
+                let mut kept = Vec::new();
+                for value in values {
+                    match self.accepts(&other, &value, 0) {
+                        Ok(true) => kept.push(value),
+                        Ok(false) => {}
+                        Err(reason) => {
+                            self.unsupported(
+                                pointer,
+                                "enum",
+                                format!("cannot tell whether {value} meets the other constraints: {reason}"),
+                            );
+                            kept.push(value);
+                        }
+                    }
+                }
+                Shape::Values(kept)
+            }
+            (Shape::Typed(left), Shape::Typed(right)) => self.meet_typed(pointer, *left, *right),
+        }
+    }
+
+    /// The shape at `target`, to intersect it; `None` (with a diagnostic) when it is being
+    /// expanded already (a recursive schema cannot be flattened). On `Some`, the caller
+    /// pops `expanding` when done.
+    fn expand(&mut self, pointer: &str, target: &str) -> Option<Shape> {
+        if self.expanding.iter().any(|open| open == target) || self.expanding.len() > 32 {
+            self.unsupported(
+                pointer,
+                "allOf",
+                format!("it combines the recursive schema `#{target}` with other constraints"),
+            );
+            return None;
+        }
+        let shape = self.read(target);
+        self.expanding.push(target.to_string());
+        Some(shape)
+    }
+
+    fn meet_typed(&mut self, pointer: &str, mut left: Typed, right: Typed) -> Shape {
+        left.types = left.types.intersection(right.types);
+        if left.types.is_empty() {
+            return Shape::Never;
+        }
+        if let Some(bound) = right.number.minimum {
+            left.number.minimum = tighter(left.number.minimum.take(), bound, true);
+        }
+        if let Some(bound) = right.number.maximum {
+            left.number.maximum = tighter(left.number.maximum.take(), bound, false);
+        }
+        for multiple in right.number.multiple_of {
+            if !left
+                .number
+                .multiple_of
+                .iter()
+                .any(|known| known.value == multiple.value)
+            {
+                left.number.multiple_of.push(multiple);
+            }
+        }
+        let string = &mut left.string;
+        string.min_length = string.min_length.max(right.string.min_length);
+        string.max_length = min_option(string.max_length, right.string.max_length);
+        for pattern in right.string.patterns {
+            if !string
+                .patterns
+                .iter()
+                .any(|known| known.value == pattern.value)
+            {
+                string.patterns.push(pattern);
+            }
+        }
+        for format in right.string.formats {
+            if !string
+                .formats
+                .iter()
+                .any(|known| known.value == format.value)
+            {
+                string.formats.push(format);
+            }
+        }
+        left.array = self.meet_arrays(pointer, left.array, right.array);
+        left.object = self.meet_objects(pointer, left.object, right.object);
+        left.excluded.extend(right.excluded);
+        Shape::typed(left)
+    }
+
+    fn meet_arrays(&mut self, pointer: &str, left: ArrayRules, right: ArrayRules) -> ArrayRules {
+        let length = left.prefix.len().max(right.prefix.len());
+        let mut prefix = Vec::with_capacity(length);
+        for position in 0..length {
+            let a = left
+                .prefix
+                .get(position)
+                .cloned()
+                .unwrap_or_else(|| left.items.clone());
+            let b = right
+                .prefix
+                .get(position)
+                .cloned()
+                .unwrap_or_else(|| right.items.clone());
+            prefix.push(self.meet(pointer, a, b));
+        }
+        let items = self.meet(pointer, left.items, right.items);
+        let mut contains = left.contains;
+        contains.extend(right.contains);
+        ArrayRules {
+            prefix,
+            items,
+            min_items: left.min_items.max(right.min_items),
+            max_items: min_option(left.max_items, right.max_items),
+            contains,
+            unique: left.unique.or(right.unique),
+        }
+    }
+
+    fn meet_objects(
+        &mut self,
+        pointer: &str,
+        left: ObjectRules,
+        right: ObjectRules,
+    ) -> ObjectRules {
+        if !left.pattern_properties.is_empty() || !right.pattern_properties.is_empty() {
+            let both_declare = !left.properties.is_empty() || !right.properties.is_empty();
+            if both_declare
+                && !(left.pattern_properties.is_empty() && right.properties.is_empty())
+                && !(right.pattern_properties.is_empty() && left.properties.is_empty())
+            {
+                self.unsupported(
+                    pointer,
+                    "allOf",
+                    "it combines `patternProperties` of one schema with `properties` of another",
+                );
+            }
+        }
+        let mut names: Vec<String> = left
+            .properties
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect();
+        for (name, _) in &right.properties {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        let mut properties = Vec::with_capacity(names.len());
+        for name in names {
+            let a = declared_or_additional(&left, &name);
+            let b = declared_or_additional(&right, &name);
+            let shape = self.meet(pointer, a, b);
+            properties.push((name, shape));
+        }
+        let mut required = left.required;
+        for name in right.required {
+            if !required.contains(&name) {
+                required.push(name);
+            }
+        }
+        let additional = self.meet(pointer, left.additional, right.additional);
+        let mut pattern_properties = left.pattern_properties;
+        pattern_properties.extend(right.pattern_properties);
+        let property_names = match (left.property_names, right.property_names) {
+            (Some(a), Some(b)) => {
+                let shape = self.meet(pointer, a.value, b.value);
+                Some(Located { value: shape, ..a })
+            }
+            (a, b) => a.or(b),
+        };
+        ObjectRules {
+            properties,
+            required,
+            additional,
+            pattern_properties,
+            property_names,
+            min_properties: left.min_properties.max(right.min_properties),
+            max_properties: min_option(left.max_properties, right.max_properties),
+        }
+    }
+
+    /// `oneOf`: a union when no value can match two branches; otherwise unsupported.
+    pub fn one_of(&mut self, pointer: &str, branches: Vec<Shape>) -> Shape {
+        let mut overlap = None;
+        'pairs: for first in 0..branches.len() {
+            for second in first + 1..branches.len() {
+                if !self.disjoint(&branches[first], &branches[second], 0) {
+                    overlap = Some((first, second));
+                    break 'pairs;
+                }
+            }
+        }
+        if let Some((first, second)) = overlap {
+            self.unsupported(
+                pointer,
+                "oneOf",
+                format!(
+                    "branches {first} and {second} may both match one value, and a grammar cannot require exactly one"
+                ),
+            );
+        }
+        Shape::AnyOf(branches)
+    }
+
+    /// `not`: the complement where it is a shape (no value, any value, the other types,
+    /// all values but some constants).
+    pub fn not(&mut self, pointer: &str, negated: Shape) -> Shape {
+        match negated {
+            Shape::Never => Shape::Any,
+            Shape::Any => Shape::Never,
+            Shape::Values(values) => {
+                let mut typed = Typed::of_types(Types::ALL);
+                typed.excluded = values
+                    .into_iter()
+                    .map(|value| Located {
+                        value,
+                        pointer: pointer.to_string(),
+                        keyword: "not",
+                    })
+                    .collect();
+                Shape::typed(typed)
+            }
+            Shape::Typed(typed) if typed.is_unconstrained() => {
+                let types = typed.types;
+                if types.has(Types::INTEGER) && !types.has(Types::NUMBER) {
+                    self.unsupported(pointer, "not", "`not: {type: integer}` leaves the numbers that are not integers, which is not a grammar here");
+                    return Shape::Any;
+                }
+                let mut others = Types::ALL.0 & !types.0;
+                if types.has(Types::NUMBER) {
+                    others &= !Types::INTEGER.0;
+                }
+                Shape::typed(Typed::of_types(Types(others)))
+            }
+            Shape::Ref(target) => match self.expand(pointer, &target) {
+                Some(expanded) => {
+                    let shape = self.not(pointer, expanded);
+                    self.expanding.pop();
+                    shape
+                }
+                None => Shape::Any,
+            },
+            _ => {
+                self.unsupported(
+                    pointer,
+                    "not",
+                    "its schema has constraints whose complement a grammar cannot express here",
+                );
+                Shape::Any
+            }
+        }
+    }
+
+    /// Whether `value` satisfies `shape`; `Err` with the reason when Grail cannot tell.
+    pub fn accepts(&mut self, shape: &Shape, value: &Value, depth: usize) -> Result<bool, String> {
+        if depth > MAX_CHECK_DEPTH {
+            return Err("the schema nests too deep to check".into());
+        }
+        match shape {
+            Shape::Any => Ok(true),
+            Shape::Never => Ok(false),
+            Shape::Values(values) => Ok(values.iter().any(|known| json_equal(known, value))),
+            Shape::AnyOf(branches) => {
+                for branch in branches {
+                    if self.accepts(branch, value, depth + 1)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Shape::Ref(target) => {
+                let target = target.clone();
+                let shape = self.read(&target);
+                self.accepts(&shape, value, depth + 1)
+            }
+            Shape::Typed(typed) => self.typed_accepts(typed, value, depth),
+        }
+    }
+
+    fn typed_accepts(
+        &mut self,
+        typed: &Typed,
+        value: &Value,
+        depth: usize,
+    ) -> Result<bool, String> {
+        if typed
+            .excluded
+            .iter()
+            .any(|excluded| json_equal(&excluded.value, value))
+        {
+            return Ok(false);
+        }
+        let value_type = Types::of(value);
+        let type_ok = if value_type == Types::INTEGER {
+            typed.types.has_integers()
+        } else {
+            typed.types.has(value_type)
+        };
+        if !type_ok {
+            return Ok(false);
+        }
+        match value {
+            Value::Number(number) => {
+                let decimal = Decimal::from_json(number);
+                if let Some(minimum) = &typed.number.minimum {
+                    let bound = &minimum.value;
+                    if decimal < bound.value || (bound.exclusive && decimal == bound.value) {
+                        return Ok(false);
+                    }
+                }
+                if let Some(maximum) = &typed.number.maximum {
+                    let bound = &maximum.value;
+                    if decimal > bound.value || (bound.exclusive && decimal == bound.value) {
+                        return Ok(false);
+                    }
+                }
+                for multiple in &typed.number.multiple_of {
+                    if !decimal.is_multiple_of(&multiple.value) {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Value::String(text) => {
+                let length = text.chars().count() as u64;
+                let string = &typed.string;
+                if length < string.min_length || string.max_length.is_some_and(|max| length > max) {
+                    return Ok(false);
+                }
+                if !string.patterns.is_empty() {
+                    return Err("checking a constant against `pattern`".into());
+                }
+                for format in &string.formats {
+                    if !matches!(
+                        crate::format::format_grammar(&format.value),
+                        crate::format::FormatGrammar::Annotation
+                    ) {
+                        return Err("checking a constant against `format`".into());
+                    }
+                }
+                Ok(true)
+            }
+            Value::Array(items) => {
+                let array = &typed.array;
+                let count = items.len() as u64;
+                if count < array.min_items || array.max_items.is_some_and(|max| count > max) {
+                    return Ok(false);
+                }
+                for (position, item) in items.iter().enumerate() {
+                    let shape = array.prefix.get(position).unwrap_or(&array.items).clone();
+                    if !self.accepts(&shape, item, depth + 1)? {
+                        return Ok(false);
+                    }
+                }
+                for contains in &array.contains {
+                    let mut matching = 0;
+                    for item in items {
+                        if self.accepts(&contains.value.shape, item, depth + 1)? {
+                            matching += 1;
+                        }
+                    }
+                    if matching < contains.value.min
+                        || contains.value.max.is_some_and(|max| matching > max)
+                    {
+                        return Ok(false);
+                    }
+                }
+                if array.unique.is_some() {
+                    for (position, item) in items.iter().enumerate() {
+                        if items[..position]
+                            .iter()
+                            .any(|earlier| json_equal(earlier, item))
+                        {
+                            return Ok(false);
+                        }
+                    }
+                }
+                Ok(true)
+            }
+            Value::Object(entries) => {
+                let object = &typed.object;
+                let count = entries.len() as u64;
+                if count < object.min_properties
+                    || object.max_properties.is_some_and(|max| count > max)
+                {
+                    return Ok(false);
+                }
+                if object
+                    .required
+                    .iter()
+                    .any(|name| !entries.contains_key(name))
+                {
+                    return Ok(false);
+                }
+                if !object.pattern_properties.is_empty() {
+                    return Err("checking a constant against `patternProperties`".into());
+                }
+                for (name, item) in entries {
+                    let shape = declared_or_additional(object, name);
+                    if !self.accepts(&shape, item, depth + 1)? {
+                        return Ok(false);
+                    }
+                    if let Some(names) = &object.property_names
+                        && !self.accepts(&names.value, &Value::String(name.clone()), depth + 1)?
+                    {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Value::Null | Value::Bool(_) => Ok(true),
+        }
+    }
+
+    /// True when no value can satisfy both shapes (conservative: false when unsure).
+    pub fn disjoint(&mut self, left: &Shape, right: &Shape, depth: usize) -> bool {
+        if depth > MAX_CHECK_DEPTH {
+            return false;
+        }
+        match (left, right) {
+            (Shape::Never, _) | (_, Shape::Never) => true,
+            (Shape::Any, _) | (_, Shape::Any) => false,
+            (Shape::Ref(target), other) | (other, Shape::Ref(target)) => {
+                let target = target.clone();
+                let shape = self.read(&target);
+                self.disjoint(&shape, other, depth + 1)
+            }
+            (Shape::AnyOf(branches), other) | (other, Shape::AnyOf(branches)) => branches
+                .iter()
+                .all(|branch| self.disjoint(branch, other, depth + 1)),
+            (Shape::Values(values), other) | (other, Shape::Values(values)) => values
+                .iter()
+                .all(|value| self.accepts(other, value, depth + 1) == Ok(false)),
+            (Shape::Typed(left), Shape::Typed(right)) => {
+                let common = left.types.intersection(right.types);
+                let mut remaining = common;
+                if common.has_integers() && numbers_disjoint(left, right) {
+                    remaining = Types(remaining.0 & !(Types::INTEGER.0 | Types::NUMBER.0));
+                }
+                if common.has(Types::OBJECT)
+                    && self.objects_disjoint(&left.object, &right.object, depth)
+                {
+                    remaining = Types(remaining.0 & !Types::OBJECT.0);
+                }
+                remaining.is_empty()
+            }
+        }
+    }
+
+    /// Objects that a required property tells apart (a discriminator such as
+    /// `"kind": {"const": "a"}`).
+    fn objects_disjoint(&mut self, left: &ObjectRules, right: &ObjectRules, depth: usize) -> bool {
+        for name in &left.required {
+            let a = declared_or_additional(left, name);
+            let b = declared_or_additional(right, name);
+            if self.disjoint(&a, &b, depth + 1) {
+                return true;
+            }
+        }
+        for name in &right.required {
+            let a = declared_or_additional(left, name);
+            let b = declared_or_additional(right, name);
+            if self.disjoint(&a, &b, depth + 1) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Number ranges that do not overlap.
+fn numbers_disjoint(left: &Typed, right: &Typed) -> bool {
+    let below = |upper: &Option<Located<crate::numeric::Bound>>,
+                 lower: &Option<Located<crate::numeric::Bound>>| {
+        match (upper, lower) {
+            (Some(upper), Some(lower)) => {
+                let (upper, lower) = (&upper.value, &lower.value);
+                upper.value < lower.value
+                    || (upper.value == lower.value && (upper.exclusive || lower.exclusive))
+            }
+            _ => false,
+        }
+    };
+    below(&left.number.maximum, &right.number.minimum)
+        || below(&right.number.maximum, &left.number.minimum)
+}
+
+/// The shape of the value of property `name` as the rules see it (patterns aside).
+pub(crate) fn declared_or_additional(object: &ObjectRules, name: &str) -> Shape {
+    object
+        .properties
+        .iter()
+        .find(|(declared, _)| declared == name)
+        .map(|(_, shape)| shape.clone())
+        .unwrap_or_else(|| object.additional.clone())
+}
+
+fn min_option(left: Option<u64>, right: Option<u64>) -> Option<u64> {
+    match (left, right) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// JSON equality: numbers by value (`1` equals `1.0`), objects regardless of key order.
+pub fn json_equal(left: &Value, right: &Value) -> bool {
+    match (left, right) {
+        (Value::Number(a), Value::Number(b)) => Decimal::from_json(a) == Decimal::from_json(b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_equal(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, x)| b.get(key).is_some_and(|y| json_equal(x, y)))
+        }
+        _ => left == right,
+    }
+}

@@ -1,0 +1,147 @@
+//! The choices a schema does not make: whitespace, separators, key order, defaults, limits.
+
+use crate::numeric::NumberSyntax;
+
+/// How to treat keywords Grail cannot enforce exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Refuse the schema, naming each such keyword with its JSON pointer.
+    #[default]
+    Strict,
+    /// Compile the closest superset and warn about every weakened keyword.
+    Lenient,
+}
+
+/// Whitespace allowed between JSON tokens (after `{`, `[`, `,`, around `:`, before `}`,
+/// `]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Whitespace {
+    /// llama.cpp's `space ::= | " " | "\n"{1,2} [ \t]{0,20}`.
+    #[default]
+    Llama,
+    /// None at all: compact JSON.
+    None,
+    /// Any run of JSON whitespace `[ \t\n\r]*`.
+    Free,
+    /// JSON whitespace, at most this many characters at each place.
+    Bounded(u32),
+}
+
+/// The order of an object's properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyOrder {
+    /// The order the schema declares them in (as llama.cpp): required ones first, then
+    /// optional ones, then additional ones.
+    #[default]
+    Schema,
+    /// Any order, for objects of at most [`SchemaLimits::max_any_order_properties`]
+    /// declared properties (the grammar grows with the number of subsets of optional
+    /// properties); larger objects keep the schema's order.
+    Any,
+}
+
+/// Whose reading of the schema to follow where llama.cpp's converter departs from the
+/// specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// The specification (draft 2020-12): `{}` is any value; keywords constrain only
+    /// values of their type; `prefixItems` leaves later items to `items`.
+    #[default]
+    Spec,
+    /// llama.cpp's converter: `{}` is any object; a schema without `type` takes the type
+    /// its keywords suggest (`properties` → object, `items` → array, `pattern`/`minLength`/
+    /// `maxLength`/`format` → string); `prefixItems` is an exact tuple (and a schema
+    /// written there is the item schema); constants are compact literals; keys of
+    /// additional properties are matched as llama.cpp writes them.
+    LlamaCpp,
+}
+
+/// Limits that bound the work on untrusted schemas. Exceeding one is an error naming it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaLimits {
+    /// Most bytes of schema text accepted by [`crate::schema_text_to_grammar`]. Default:
+    /// 16 MiB.
+    pub max_schema_bytes: usize,
+    /// Deepest nesting of schema objects. Default: 500.
+    pub max_depth: usize,
+    /// Most grammar rules produced. Default: 100,000.
+    pub max_rules: usize,
+    /// Most values in one `enum`. Default: 10,000.
+    pub max_enum_values: usize,
+    /// Most declared properties of an object written in any order ([`KeyOrder::Any`]).
+    /// Default: 8.
+    pub max_any_order_properties: usize,
+    /// Most schemas an `allOf` (with `anyOf` distributed over it) may turn into. Default:
+    /// 256.
+    pub max_combinations: usize,
+}
+
+impl Default for SchemaLimits {
+    fn default() -> SchemaLimits {
+        SchemaLimits {
+            max_schema_bytes: 16 << 20,
+            max_depth: 500,
+            max_rules: 100_000,
+            max_enum_values: 10_000,
+            max_any_order_properties: 8,
+            max_combinations: 256,
+        }
+    }
+}
+
+/// Options for converting a schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaOptions {
+    /// Strict (refuse what is not exact) or lenient (weaken with warnings).
+    pub mode: Mode,
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Property order in objects.
+    pub key_order: KeyOrder,
+    /// Whether an object that declares `properties` but not `additionalProperties` takes
+    /// properties it does not declare: true as the specification says (default), false
+    /// as llama.cpp does.
+    pub additional_properties_default: bool,
+    /// Whose reading to follow where llama.cpp departs from the specification.
+    pub dialect: Dialect,
+    /// How numbers are written (digit caps; none by default).
+    pub numbers: NumberSyntax,
+    /// Recursive schemas: how many times a `$ref` cycle may be entered before only its
+    /// non-recursive alternatives remain (`None`: no cap, recursive rules as written).
+    pub max_recursion: Option<u32>,
+    /// Limits on the work done.
+    pub limits: SchemaLimits,
+}
+
+impl Default for SchemaOptions {
+    fn default() -> SchemaOptions {
+        SchemaOptions {
+            mode: Mode::Strict,
+            whitespace: Whitespace::Llama,
+            key_order: KeyOrder::Schema,
+            additional_properties_default: true,
+            dialect: Dialect::Spec,
+            numbers: NumberSyntax::default(),
+            max_recursion: None,
+            limits: SchemaLimits::default(),
+        }
+    }
+}
+
+impl SchemaOptions {
+    /// The choices of llama.cpp's converter: its [`Dialect`], no additional properties
+    /// beside declared ones unless allowed, numbers of at most 16 digits per part.
+    pub fn llama_cpp() -> SchemaOptions {
+        SchemaOptions {
+            dialect: Dialect::LlamaCpp,
+            additional_properties_default: false,
+            numbers: NumberSyntax::llama_cpp(),
+            ..SchemaOptions::default()
+        }
+    }
+
+    /// True when following llama.cpp's readings.
+    pub fn llama_dialect(&self) -> bool {
+        self.dialect == Dialect::LlamaCpp
+    }
+}

@@ -1,0 +1,690 @@
+//! Reading schema objects into [`Shape`]s, keyword by keyword.
+//!
+//! Every keyword is either turned into a constraint, ignored because it carries none
+//! (annotations: `title`, `description`, `default`, vendor `x-…` and any keyword the
+//! specification does not define), or reported: as unsupported (strict mode refuses the
+//! schema; lenient mode drops the constraint with a warning) or as invalid.
+
+use serde_json::{Map, Value};
+
+use crate::convert::Converter;
+use crate::diagnostic::escape_pointer_token;
+use crate::numeric::{Bound, Decimal};
+use crate::shape::{Contains, Located, Shape, Typed, Types};
+
+impl Converter<'_> {
+    /// The shape of the schema at `pointer` (read once, then remembered).
+    pub fn read(&mut self, pointer: &str) -> Shape {
+        if let Some(shape) = self.shapes.get(pointer) {
+            return shape.clone();
+        }
+        if self.reading.iter().any(|open| open == pointer) {
+            self.error(
+                "ref-cycle",
+                pointer,
+                Some("$ref"),
+                "this schema refers to itself through `$ref` without any constraint in between, so it allows nothing definite",
+            );
+            return Shape::Never;
+        }
+        if self.depth >= self.options.limits.max_depth {
+            self.error(
+                "schema-too-deep",
+                pointer,
+                None,
+                format!(
+                    "schemas nest more than {} deep (SchemaLimits::max_depth)",
+                    self.options.limits.max_depth
+                ),
+            );
+            return Shape::Never;
+        }
+        let Some(value) = self.root.pointer(pointer) else {
+            self.error("ref-unresolved", pointer, None, "no schema here");
+            return Shape::Never;
+        };
+        self.reading.push(pointer.to_string());
+        self.depth += 1;
+        let shape = grail_syntax::stack::deep(|| self.read_value(pointer, value));
+        self.depth -= 1;
+        self.reading.pop();
+        self.shapes.insert(pointer.to_string(), shape.clone());
+        shape
+    }
+
+    fn read_value(&mut self, pointer: &str, value: &Value) -> Shape {
+        match value {
+            Value::Bool(true) => Shape::Any,
+            Value::Bool(false) => Shape::Never,
+            Value::Object(object) => self.read_object(pointer, object),
+            _ => {
+                self.error(
+                    "schema-invalid",
+                    pointer,
+                    None,
+                    "a schema must be an object or a boolean",
+                );
+                Shape::Never
+            }
+        }
+    }
+
+    /// What `{}` means under the options (`true` is always any value).
+    pub fn empty_schema(&self) -> Shape {
+        if self.options.llama_dialect() {
+            Shape::typed(Typed::of_types(Types::OBJECT))
+        } else {
+            Shape::Any
+        }
+    }
+
+    fn read_object(&mut self, pointer: &str, object: &Map<String, Value>) -> Shape {
+        if object.is_empty() {
+            return self.empty_schema();
+        }
+        let child = |keyword: &str| format!("{pointer}/{}", escape_pointer_token(keyword));
+        let mut parts: Vec<Shape> = Vec::new();
+        if let Some(reference) = object.get("$ref") {
+            match reference.as_str() {
+                Some(reference) => match self.index.resolve(self.root, pointer, reference) {
+                    Ok(target) => parts.push(Shape::Ref(target)),
+                    Err(reason) => {
+                        self.error("ref-unresolved", pointer, Some("$ref"), reason);
+                        return Shape::Never;
+                    }
+                },
+                None => {
+                    self.error(
+                        "schema-invalid",
+                        pointer,
+                        Some("$ref"),
+                        "`$ref` must be a string",
+                    );
+                    return Shape::Never;
+                }
+            }
+            if self.legacy_ref {
+                // Draft-07 and earlier ignore everything beside `$ref`.
+                return parts.pop().expect("the reference");
+            }
+        }
+        for keyword in [
+            "$dynamicRef",
+            "$recursiveRef",
+            "unevaluatedProperties",
+            "unevaluatedItems",
+        ] {
+            if object.contains_key(keyword) {
+                self.unsupported(pointer, keyword, "Grail does not evaluate it");
+            }
+        }
+        if self.options.llama_dialect()
+            && let Some(shape) = self.llama_all_of(pointer, object)
+        {
+            return shape;
+        }
+        let mut typed = Typed::of_types(Types::ALL);
+        if let Some(types) = object.get("type") {
+            typed.types = self.read_types(pointer, types);
+        } else if self.options.llama_dialect() {
+            typed.types = inferred_types(object);
+        }
+        self.read_number_keywords(pointer, object, &mut typed);
+        self.read_string_keywords(pointer, object, &mut typed);
+        self.read_array_keywords(pointer, object, &mut typed);
+        self.read_object_keywords(pointer, object, &mut typed);
+        parts.push(Shape::typed(typed));
+
+        if let Some(values) = object.get("enum") {
+            match values {
+                Value::Array(values) if values.len() <= self.options.limits.max_enum_values => {
+                    parts.push(Shape::Values(dedup(values.clone())))
+                }
+                Value::Array(values) => self.error(
+                    "enum-too-large",
+                    pointer,
+                    Some("enum"),
+                    format!(
+                        "{} values is over the limit of {} (SchemaLimits::max_enum_values)",
+                        values.len(),
+                        self.options.limits.max_enum_values
+                    ),
+                ),
+                _ => self.error(
+                    "schema-invalid",
+                    pointer,
+                    Some("enum"),
+                    "`enum` must be an array",
+                ),
+            }
+        }
+        if let Some(value) = object.get("const") {
+            parts.push(Shape::Values(vec![value.clone()]));
+        }
+        for (keyword, combine) in [("allOf", 0), ("anyOf", 1), ("oneOf", 2)] {
+            let Some(list) = object.get(keyword) else {
+                continue;
+            };
+            let Some(list) = list.as_array().filter(|list| !list.is_empty()) else {
+                self.error(
+                    "schema-invalid",
+                    pointer,
+                    Some(keyword),
+                    format!("`{keyword}` must be a non-empty array of schemas"),
+                );
+                continue;
+            };
+            let branches: Vec<Shape> = (0..list.len())
+                .map(|position| self.read(&format!("{}/{position}", child(keyword))))
+                .collect();
+            match combine {
+                0 => parts.extend(branches),
+                1 => parts.push(Shape::AnyOf(branches)),
+                _ => parts.push(self.one_of(pointer, branches)),
+            }
+        }
+        if object.contains_key("not") {
+            let negated = self.read(&child("not"));
+            parts.push(self.not(pointer, negated));
+        }
+        if object.contains_key("if") && (object.contains_key("then") || object.contains_key("else"))
+        {
+            self.unsupported(
+                pointer,
+                "if",
+                "`if`/`then`/`else` needs the negation of the `if` schema, which a grammar cannot express in general",
+            );
+        }
+        let mut shape = Shape::Any;
+        for part in parts {
+            shape = self.meet(pointer, shape, part);
+        }
+        shape
+    }
+
+    /// llama.cpp's reading of `allOf` (for object and untyped schemas without
+    /// `properties` of their own, and strings): one object of every property of the
+    /// components, required when the component is listed directly, optional when it is an
+    /// `anyOf` alternative, nothing else allowed; or, when every component is an `enum`,
+    /// the values they share.
+    fn llama_all_of(&mut self, pointer: &str, object: &Map<String, Value>) -> Option<Shape> {
+        let components = object.get("allOf")?.as_array()?;
+        let type_name = object.get("type").and_then(Value::as_str);
+        let has_properties = object.contains_key("properties")
+            || object
+                .get("additionalProperties")
+                .is_some_and(|additional| additional != &Value::Bool(true));
+        let applies = match type_name {
+            None | Some("object") => !has_properties,
+            Some("string") => true,
+            _ => false,
+        };
+        if !applies {
+            return None;
+        }
+        let mut typed = Typed::of_types(Types::OBJECT);
+        typed.object.additional = Shape::Never;
+        let mut enum_counts: Vec<(Value, usize)> = Vec::new();
+        for (position, component) in components.iter().enumerate() {
+            let component_pointer = format!("{pointer}/allOf/{position}");
+            match component.get("anyOf").and_then(Value::as_array) {
+                Some(alternatives) => {
+                    for index in 0..alternatives.len() {
+                        let alternative = format!("{component_pointer}/anyOf/{index}");
+                        self.llama_component(&alternative, false, &mut typed, &mut enum_counts);
+                    }
+                }
+                None => {
+                    self.llama_component(&component_pointer, true, &mut typed, &mut enum_counts)
+                }
+            }
+        }
+        let shared: Vec<Value> = enum_counts
+            .into_iter()
+            .filter(|(_, count)| *count == components.len())
+            .map(|(value, _)| value)
+            .collect();
+        if !shared.is_empty() {
+            return Some(Shape::Values(shared));
+        }
+        Some(Shape::typed(typed))
+    }
+
+    fn llama_component(
+        &mut self,
+        pointer: &str,
+        required: bool,
+        typed: &mut Typed,
+        enum_counts: &mut Vec<(Value, usize)>,
+    ) {
+        let mut pointer = pointer.to_string();
+        // Follow `$ref`s to the component itself.
+        for _ in 0..32 {
+            let Some(reference) = self
+                .root
+                .pointer(&pointer)
+                .and_then(|value| value.get("$ref"))
+                .and_then(Value::as_str)
+            else {
+                break;
+            };
+            match self.index.resolve(self.root, &pointer, reference) {
+                Ok(target) => pointer = target,
+                Err(_) => return,
+            }
+        }
+        let Some(Value::Object(component)) = self.root.pointer(&pointer) else {
+            return;
+        };
+        if let Some(Value::Object(properties)) = component.get("properties") {
+            for name in properties.keys() {
+                let shape = self.read(&format!(
+                    "{pointer}/properties/{}",
+                    escape_pointer_token(name)
+                ));
+                typed.object.properties.push((name.clone(), shape));
+                if required && !typed.object.required.contains(name) {
+                    typed.object.required.push(name.clone());
+                }
+            }
+        } else if let Some(Value::Array(values)) = component.get("enum") {
+            for value in values {
+                match enum_counts
+                    .iter_mut()
+                    .find(|(known, _)| crate::meet::json_equal(known, value))
+                {
+                    Some((_, count)) => *count += 1,
+                    None => enum_counts.push((value.clone(), 1)),
+                }
+            }
+        }
+    }
+
+    fn read_types(&mut self, pointer: &str, value: &Value) -> Types {
+        let names: Vec<&Value> = match value {
+            Value::Array(names) => names.iter().collect(),
+            single => vec![single],
+        };
+        let mut types = Types::NONE;
+        for name in names {
+            match name.as_str().and_then(Types::named) {
+                Some(named) => types = types.union(named),
+                None => self.error(
+                    "type-invalid",
+                    pointer,
+                    Some("type"),
+                    format!("{name} is not a JSON Schema type"),
+                ),
+            }
+        }
+        types
+    }
+
+    fn read_number_keywords(
+        &mut self,
+        pointer: &str,
+        object: &Map<String, Value>,
+        typed: &mut Typed,
+    ) {
+        let number = |converter: &mut Converter, keyword: &'static str| -> Option<Decimal> {
+            let value = object.get(keyword)?;
+            match value {
+                Value::Number(number) => Some(Decimal::from_json(number)),
+                Value::Bool(_) if keyword.starts_with("exclusive") => None,
+                _ => {
+                    converter.error(
+                        "schema-invalid",
+                        pointer,
+                        Some(keyword),
+                        format!("`{keyword}` must be a number"),
+                    );
+                    None
+                }
+            }
+        };
+        let located = |value: Bound, keyword: &'static str| Located {
+            value,
+            pointer: pointer.to_string(),
+            keyword,
+        };
+        // Draft-04: `exclusiveMinimum: true` makes `minimum` exclusive.
+        let exclusive_flag = |keyword: &str| {
+            object
+                .get(keyword)
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let mut lower: Vec<Located<Bound>> = Vec::new();
+        let mut upper: Vec<Located<Bound>> = Vec::new();
+        if let Some(value) = number(self, "minimum") {
+            let exclusive = exclusive_flag("exclusiveMinimum");
+            lower.push(located(Bound { value, exclusive }, "minimum"));
+        }
+        if let Some(value) = number(self, "exclusiveMinimum") {
+            lower.push(located(
+                Bound {
+                    value,
+                    exclusive: true,
+                },
+                "exclusiveMinimum",
+            ));
+        }
+        if let Some(value) = number(self, "maximum") {
+            let exclusive = exclusive_flag("exclusiveMaximum");
+            upper.push(located(Bound { value, exclusive }, "maximum"));
+        }
+        if let Some(value) = number(self, "exclusiveMaximum") {
+            upper.push(located(
+                Bound {
+                    value,
+                    exclusive: true,
+                },
+                "exclusiveMaximum",
+            ));
+        }
+        for bound in lower {
+            typed.number.minimum = tighter(typed.number.minimum.take(), bound, true);
+        }
+        for bound in upper {
+            typed.number.maximum = tighter(typed.number.maximum.take(), bound, false);
+        }
+        if let Some(value) = number(self, "multipleOf") {
+            typed.number.multiple_of.push(Located {
+                value,
+                pointer: pointer.to_string(),
+                keyword: "multipleOf",
+            });
+        }
+    }
+
+    fn read_string_keywords(
+        &mut self,
+        pointer: &str,
+        object: &Map<String, Value>,
+        typed: &mut Typed,
+    ) {
+        if let Some(value) = self.count(pointer, object, "minLength") {
+            typed.string.min_length = value;
+        }
+        if let Some(value) = self.count(pointer, object, "maxLength") {
+            typed.string.max_length = Some(value);
+        }
+        for (keyword, list) in [
+            ("pattern", &mut typed.string.patterns),
+            ("format", &mut typed.string.formats),
+        ] {
+            match object.get(keyword) {
+                None => {}
+                Some(Value::String(text)) => list.push(Located {
+                    value: text.clone(),
+                    pointer: pointer.to_string(),
+                    keyword,
+                }),
+                Some(_) => self
+                    .diagnostics
+                    .push(crate::diagnostic::SchemaDiagnostic::new(
+                        crate::diagnostic::Severity::Error,
+                        "schema-invalid",
+                        pointer,
+                        Some(keyword),
+                        format!("`{keyword}` must be a string"),
+                    )),
+            }
+        }
+    }
+
+    fn read_array_keywords(
+        &mut self,
+        pointer: &str,
+        object: &Map<String, Value>,
+        typed: &mut Typed,
+    ) {
+        let child = |keyword: &str| format!("{pointer}/{keyword}");
+        let array = &mut typed.array;
+        let mut exact_tuple = false;
+        match object.get("prefixItems") {
+            Some(Value::Array(prefix)) => {
+                array.prefix = (0..prefix.len())
+                    .map(|position| self.read(&format!("{pointer}/prefixItems/{position}")))
+                    .collect();
+                // llama.cpp: a tuple has exactly its items (unless `items` says more).
+                exact_tuple = self.options.llama_dialect() && !object.contains_key("items");
+            }
+            Some(_) if !object.contains_key("items") => {
+                // A schema where an array belongs: llama.cpp reads it as `items`.
+                self.diagnostics.push(crate::diagnostic::SchemaDiagnostic::new(
+                    crate::diagnostic::Severity::Note,
+                    "prefix-items-not-array",
+                    pointer,
+                    Some("prefixItems"),
+                    "`prefixItems` should be an array of schemas; read as `items`, as llama.cpp does",
+                ));
+                array.items = self.read(&child("prefixItems"));
+            }
+            _ => {}
+        }
+        if exact_tuple {
+            array.items = Shape::Never;
+            array.min_items = array.prefix.len() as u64;
+        }
+        match object.get("items") {
+            None => {}
+            Some(Value::Array(tuple)) => {
+                // Draft-07: `items` as an array is `prefixItems`, `additionalItems` the rest.
+                if array.prefix.is_empty() {
+                    array.prefix = (0..tuple.len())
+                        .map(|position| self.read(&format!("{pointer}/items/{position}")))
+                        .collect();
+                }
+                if object.contains_key("additionalItems") {
+                    array.items = self.read(&child("additionalItems"));
+                }
+            }
+            Some(_) => array.items = self.read(&child("items")),
+        }
+        if let Some(value) = self.count(pointer, object, "minItems") {
+            typed.array.min_items = value;
+        }
+        if let Some(value) = self.count(pointer, object, "maxItems") {
+            typed.array.max_items = Some(value);
+        }
+        if object.contains_key("contains") {
+            let shape = self.read(&child("contains"));
+            let min = self.count(pointer, object, "minContains").unwrap_or(1);
+            let max = self.count(pointer, object, "maxContains");
+            typed.array.contains.push(Located {
+                value: Contains { shape, min, max },
+                pointer: pointer.to_string(),
+                keyword: "contains",
+            });
+        }
+        if object.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+            typed.array.unique = Some(Located {
+                value: (),
+                pointer: pointer.to_string(),
+                keyword: "uniqueItems",
+            });
+        }
+    }
+
+    fn read_object_keywords(
+        &mut self,
+        pointer: &str,
+        object: &Map<String, Value>,
+        typed: &mut Typed,
+    ) {
+        if let Some(properties) = object.get("properties") {
+            match properties {
+                Value::Object(properties) => {
+                    for name in properties.keys() {
+                        let shape = self.read(&format!(
+                            "{pointer}/properties/{}",
+                            escape_pointer_token(name)
+                        ));
+                        typed.object.properties.push((name.clone(), shape));
+                    }
+                }
+                _ => self.error(
+                    "schema-invalid",
+                    pointer,
+                    Some("properties"),
+                    "`properties` must be an object",
+                ),
+            }
+        }
+        if let Some(required) = object.get("required") {
+            match required {
+                Value::Array(names) => {
+                    for name in names {
+                        match name.as_str() {
+                            Some(name)
+                                if !typed.object.required.iter().any(|known| known == name) =>
+                            {
+                                typed.object.required.push(name.to_string())
+                            }
+                            Some(_) => {}
+                            None => self.error(
+                                "schema-invalid",
+                                pointer,
+                                Some("required"),
+                                "`required` must list strings",
+                            ),
+                        }
+                    }
+                }
+                // Draft-03 wrote `required: true` inside the property: an annotation now.
+                Value::Bool(_) => {}
+                _ => self.error(
+                    "schema-invalid",
+                    pointer,
+                    Some("required"),
+                    "`required` must be an array of property names",
+                ),
+            }
+        }
+        typed.object.additional = if object.contains_key("additionalProperties") {
+            self.read(&format!("{pointer}/additionalProperties"))
+        } else if self.options.additional_properties_default || !object.contains_key("properties") {
+            Shape::Any
+        } else {
+            Shape::Never
+        };
+        if let Some(Value::Object(patterns)) = object.get("patternProperties") {
+            for pattern in patterns.keys() {
+                let shape = self.read(&format!(
+                    "{pointer}/patternProperties/{}",
+                    escape_pointer_token(pattern)
+                ));
+                typed.object.pattern_properties.push((
+                    Located {
+                        value: pattern.clone(),
+                        pointer: pointer.to_string(),
+                        keyword: "patternProperties",
+                    },
+                    shape,
+                ));
+            }
+        }
+        if object.contains_key("propertyNames") {
+            let shape = self.read(&format!("{pointer}/propertyNames"));
+            typed.object.property_names = Some(Located {
+                value: shape,
+                pointer: pointer.to_string(),
+                keyword: "propertyNames",
+            });
+        }
+        if let Some(value) = self.count(pointer, object, "minProperties") {
+            typed.object.min_properties = value;
+        }
+        if let Some(value) = self.count(pointer, object, "maxProperties") {
+            typed.object.max_properties = Some(value);
+        }
+        for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
+            if object
+                .get(keyword)
+                .and_then(Value::as_object)
+                .is_some_and(|entries| !entries.is_empty())
+            {
+                self.unsupported(
+                    pointer,
+                    keyword,
+                    "a property that makes others required is not expressed in the grammar yet",
+                );
+            }
+        }
+    }
+
+    /// A non-negative integer keyword.
+    fn count(&mut self, pointer: &str, object: &Map<String, Value>, keyword: &str) -> Option<u64> {
+        let value = object.get(keyword)?;
+        if let Some(count) = value.as_u64() {
+            return Some(count);
+        }
+        if let Some(float) = value.as_f64()
+            && float >= 0.0
+            && float.fract() == 0.0
+        {
+            return Some(float as u64);
+        }
+        self.error(
+            "schema-invalid",
+            pointer,
+            Some(keyword),
+            format!("`{keyword}` must be a non-negative integer"),
+        );
+        None
+    }
+}
+
+/// The tighter of two bounds (the greater lower bound, or the smaller upper bound; an
+/// exclusive bound is tighter than an inclusive one at the same value).
+pub(crate) fn tighter(
+    current: Option<Located<Bound>>,
+    new: Located<Bound>,
+    lower: bool,
+) -> Option<Located<Bound>> {
+    let Some(current) = current else {
+        return Some(new);
+    };
+    let order = new.value.value.cmp(&current.value.value);
+    let new_is_tighter = match order {
+        std::cmp::Ordering::Equal => new.value.exclusive && !current.value.exclusive,
+        std::cmp::Ordering::Greater => lower,
+        std::cmp::Ordering::Less => !lower,
+    };
+    Some(if new_is_tighter { new } else { current })
+}
+
+/// The values without repeats (JSON equality).
+fn dedup(values: Vec<Value>) -> Vec<Value> {
+    let mut unique: Vec<Value> = Vec::with_capacity(values.len());
+    for value in values {
+        if !unique
+            .iter()
+            .any(|known| crate::meet::json_equal(known, &value))
+        {
+            unique.push(value);
+        }
+    }
+    unique
+}
+
+/// The type llama.cpp gives a schema without `type`, from its keywords.
+fn inferred_types(object: &Map<String, Value>) -> Types {
+    let has = |keyword: &str| object.contains_key(keyword);
+    let object_keywords = has("properties")
+        || object
+            .get("additionalProperties")
+            .is_some_and(|additional| additional != &Value::Bool(true));
+    if object_keywords {
+        Types::OBJECT
+    } else if has("allOf") {
+        Types::ALL
+    } else if has("items") || has("prefixItems") {
+        Types::ARRAY
+    } else if has("pattern") || has("minLength") || has("maxLength") || has("format") {
+        Types::STRING
+    } else {
+        Types::ALL
+    }
+}

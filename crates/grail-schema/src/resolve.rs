@@ -1,0 +1,279 @@
+//! `$ref` resolution inside one schema document: JSON pointers, `$defs`/`definitions`,
+//! `$anchor` (and draft-07's `"$id": "#name"`), and references to the `$id` of a
+//! subschema, relative ones included. Nothing is fetched: a reference to another document
+//! is an error that says so.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::diagnostic::escape_pointer_token;
+
+/// Where each identified schema of a document is, and what each subschema's base URI is.
+#[derive(Debug, Default)]
+pub struct ResourceIndex {
+    /// Absolute `$id` (without fragment) → pointer of the schema that declares it.
+    ids: HashMap<String, String>,
+    /// (base URI, anchor name) → pointer.
+    anchors: HashMap<(String, String), String>,
+    /// Pointer → base URI in force there, for schemas that change it.
+    bases: HashMap<String, String>,
+}
+
+/// The base of a document without an `$id` of its own.
+const DOCUMENT_BASE: &str = "grail:schema";
+
+impl ResourceIndex {
+    /// Indexes every `$id`, `id` (draft-04) and `$anchor` of the document.
+    pub fn new(root: &Value) -> ResourceIndex {
+        let mut index = ResourceIndex::default();
+        let mut pending = vec![(root, String::new(), DOCUMENT_BASE.to_string())];
+        while let Some((value, pointer, inherited)) = pending.pop() {
+            let Value::Object(object) = value else {
+                if let Value::Array(items) = value {
+                    for (position, item) in items.iter().enumerate() {
+                        pending.push((item, format!("{pointer}/{position}"), inherited.clone()));
+                    }
+                }
+                continue;
+            };
+            let mut base = inherited;
+            let id = object
+                .get("$id")
+                .or_else(|| object.get("id").filter(|id| id.is_string()))
+                .and_then(Value::as_str);
+            if let Some(id) = id {
+                let absolute = join(&base, id);
+                let (without_fragment, fragment) = split_fragment(&absolute);
+                if !without_fragment.is_empty() && without_fragment != base {
+                    base = without_fragment.to_string();
+                    index.ids.insert(base.clone(), pointer.clone());
+                    index.bases.insert(pointer.clone(), base.clone());
+                }
+                // draft-07 and earlier: `"$id": "#name"` is an anchor.
+                if let Some(name) =
+                    fragment.filter(|name| !name.is_empty() && !name.starts_with('/'))
+                {
+                    index
+                        .anchors
+                        .insert((base.clone(), name.to_string()), pointer.clone());
+                }
+            }
+            if let Some(anchor) = object.get("$anchor").and_then(Value::as_str) {
+                index
+                    .anchors
+                    .insert((base.clone(), anchor.to_string()), pointer.clone());
+            }
+            if pointer.is_empty() {
+                index.bases.insert(String::new(), base.clone());
+            }
+            for (key, child) in object {
+                // Keywords whose values are not schemas hold no identifiers.
+                if matches!(key.as_str(), "enum" | "const" | "examples" | "default") {
+                    continue;
+                }
+                pending.push((
+                    child,
+                    format!("{pointer}/{}", escape_pointer_token(key)),
+                    base.clone(),
+                ));
+            }
+        }
+        index
+    }
+
+    /// The base URI in force at `pointer`.
+    pub fn base_at(&self, pointer: &str) -> String {
+        let mut current = pointer;
+        loop {
+            if let Some(base) = self.bases.get(current) {
+                return base.clone();
+            }
+            match current.rfind('/') {
+                Some(cut) => current = &current[..cut],
+                None => return DOCUMENT_BASE.to_string(),
+            }
+        }
+    }
+
+    /// The pointer a `$ref` written at `pointer` refers to.
+    pub fn resolve(&self, root: &Value, pointer: &str, reference: &str) -> Result<String, String> {
+        let absolute = join(&self.base_at(pointer), reference);
+        let (document, fragment) = split_fragment(&absolute);
+        let document_pointer = if document == DOCUMENT_BASE || document.is_empty() {
+            String::new()
+        } else if let Some(found) = self.ids.get(document) {
+            found.clone()
+        } else if self.bases.get("").is_some_and(|base| base == document) {
+            String::new()
+        } else {
+            return Err(format!(
+                "`{reference}` refers to another document (`{document}`); Grail resolves references inside the schema only"
+            ));
+        };
+        let fragment = percent_decode(fragment.unwrap_or(""));
+        let target = if fragment.is_empty() {
+            document_pointer
+        } else if fragment.starts_with('/') {
+            format!("{document_pointer}{fragment}")
+        } else {
+            let base = if document_pointer.is_empty() {
+                self.bases
+                    .get("")
+                    .cloned()
+                    .unwrap_or_else(|| DOCUMENT_BASE.to_string())
+            } else {
+                document.to_string()
+            };
+            match self.anchors.get(&(base, fragment.clone())) {
+                Some(found) => found.clone(),
+                None => return Err(format!("no `$anchor` named `{fragment}`")),
+            }
+        };
+        if root.pointer(&target).is_none() {
+            return Err(format!("`{reference}` points at nothing in the schema"));
+        }
+        Ok(target)
+    }
+}
+
+/// `reference` resolved against `base` (RFC 3986, for the forms schemas use: absolute
+/// URIs, fragments, absolute and relative paths).
+fn join(base: &str, reference: &str) -> String {
+    if reference.contains(':') && !reference.starts_with('#') {
+        return reference.to_string();
+    }
+    let (base_document, _) = split_fragment(base);
+    if reference.starts_with('#') || reference.is_empty() {
+        return format!("{base_document}{reference}");
+    }
+    if let Some(rest) = reference.strip_prefix('/') {
+        // Keep the scheme and authority of the base.
+        let authority_end = base_document
+            .find("://")
+            .and_then(|scheme| {
+                base_document[scheme + 3..]
+                    .find('/')
+                    .map(|slash| scheme + 3 + slash)
+            })
+            .unwrap_or(base_document.len());
+        return format!("{}/{rest}", &base_document[..authority_end]);
+    }
+    let directory = match base_document.rfind('/') {
+        Some(slash) => &base_document[..=slash],
+        None => match base_document.find(':') {
+            Some(colon) => &base_document[..=colon],
+            None => "",
+        },
+    };
+    normalize_dots(&format!("{directory}{reference}"))
+}
+
+/// Removes `./` and `seg/../` segments.
+fn normalize_dots(uri: &str) -> String {
+    let (document, fragment) = split_fragment(uri);
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in document.split('/') {
+        match segment {
+            "." => {}
+            ".." => {
+                if segments.len() > 1 {
+                    segments.pop();
+                }
+            }
+            other => segments.push(other),
+        }
+    }
+    let mut joined = segments.join("/");
+    if let Some(fragment) = fragment {
+        joined.push('#');
+        joined.push_str(fragment);
+    }
+    joined
+}
+
+/// (URI without fragment, fragment without `#`).
+fn split_fragment(uri: &str) -> (&str, Option<&str>) {
+    match uri.find('#') {
+        Some(hash) => (&uri[..hash], Some(&uri[hash + 1..])),
+        None => (uri, None),
+    }
+}
+
+/// `%XX` escapes of a URI fragment decoded (invalid ones kept as written).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = |offset: usize| {
+            bytes
+                .get(index + offset)
+                .and_then(|&byte| (byte as char).to_digit(16))
+        };
+        if bytes[index] == b'%'
+            && let (Some(high), Some(low)) = (hex(1), hex(2))
+        {
+            out.push((high * 16 + low) as u8);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn resolves_pointers_definitions_anchors_and_ids() {
+        let schema = json!({
+            "$id": "https://example.com/root.json",
+            "$defs": {
+                "a": {"$anchor": "first", "type": "string"},
+                "b": {"$id": "item.json", "$defs": {"c": {"type": "integer"}}},
+                "d": {"$id": "#old-style"},
+                "e~f/g": {"type": "null"}
+            }
+        });
+        let index = ResourceIndex::new(&schema);
+        let resolve = |at: &str, reference: &str| index.resolve(&schema, at, reference);
+        assert_eq!(resolve("", "#/$defs/a").unwrap(), "/$defs/a");
+        assert_eq!(resolve("", "#first").unwrap(), "/$defs/a");
+        assert_eq!(resolve("", "#old-style").unwrap(), "/$defs/d");
+        assert_eq!(resolve("", "item.json").unwrap(), "/$defs/b");
+        assert_eq!(
+            resolve("", "item.json#/$defs/c").unwrap(),
+            "/$defs/b/$defs/c"
+        );
+        assert_eq!(
+            resolve("/$defs/b", "#/$defs/c").unwrap(),
+            "/$defs/b/$defs/c"
+        );
+        assert_eq!(
+            resolve("/$defs/b", "root.json#/$defs/a").unwrap(),
+            "/$defs/a"
+        );
+        assert_eq!(resolve("", "#/$defs/e~0f~1g").unwrap(), "/$defs/e~0f~1g");
+        assert_eq!(resolve("", "#/%24defs/a").unwrap(), "/$defs/a");
+        assert!(resolve("", "https://other.org/x.json").is_err());
+        assert!(resolve("", "#/$defs/missing").is_err());
+        assert!(resolve("", "#nowhere").is_err());
+    }
+
+    #[test]
+    fn a_document_without_id_resolves_fragments() {
+        let schema = json!({"definitions": {"x": {"type": "boolean"}}, "$ref": "#/definitions/x"});
+        let index = ResourceIndex::new(&schema);
+        assert_eq!(
+            index.resolve(&schema, "", "#/definitions/x").unwrap(),
+            "/definitions/x"
+        );
+        assert_eq!(index.resolve(&schema, "", "#").unwrap(), "");
+    }
+}

@@ -1,0 +1,277 @@
+//! What a schema allows, normalized: a union of per-type constraint sets, explicit value
+//! lists and references. `allOf` is an intersection of shapes, computed here, so the
+//! grammar only ever needs unions.
+
+use serde_json::Value;
+
+use crate::numeric::{Bound, Decimal};
+
+/// A set of JSON types, one bit each. `NUMBER` holds every number, `INTEGER` only the
+/// integers; a set with `NUMBER` need not list `INTEGER`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Types(pub u8);
+
+impl Types {
+    pub const NULL: Types = Types(1);
+    pub const BOOLEAN: Types = Types(2);
+    pub const INTEGER: Types = Types(4);
+    pub const NUMBER: Types = Types(8);
+    pub const STRING: Types = Types(16);
+    pub const ARRAY: Types = Types(32);
+    pub const OBJECT: Types = Types(64);
+    pub const ALL: Types = Types(127);
+    pub const NONE: Types = Types(0);
+
+    /// The type named `name` in a `type` keyword.
+    pub fn named(name: &str) -> Option<Types> {
+        Some(match name {
+            "null" => Types::NULL,
+            "boolean" => Types::BOOLEAN,
+            "integer" => Types::INTEGER,
+            "number" => Types::NUMBER,
+            "string" => Types::STRING,
+            "array" => Types::ARRAY,
+            "object" => Types::OBJECT,
+            _ => return None,
+        })
+    }
+
+    /// Every type of either set.
+    pub fn union(self, other: Types) -> Types {
+        Types(self.0 | other.0)
+    }
+
+    /// The types in both sets (`number` and `integer` meet in `integer`).
+    pub fn intersection(self, other: Types) -> Types {
+        let mut bits = self.0 & other.0 & !(Types::INTEGER.0 | Types::NUMBER.0);
+        let numbers = |types: Types| types.0 & (Types::INTEGER.0 | Types::NUMBER.0) != 0;
+        if self.has(Types::NUMBER) && other.has(Types::NUMBER) {
+            bits |= Types::NUMBER.0;
+        } else if numbers(self) && numbers(other) {
+            bits |= Types::INTEGER.0;
+        }
+        Types(bits)
+    }
+
+    /// True when every type of `other` is in the set.
+    pub fn has(self, other: Types) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// True when integers are in the set (as integers or as numbers).
+    pub fn has_integers(self) -> bool {
+        self.0 & (Types::INTEGER.0 | Types::NUMBER.0) != 0
+    }
+
+    /// True for the empty set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The type of a JSON value.
+    pub fn of(value: &Value) -> Types {
+        match value {
+            Value::Null => Types::NULL,
+            Value::Bool(_) => Types::BOOLEAN,
+            Value::Number(number) if Decimal::from_json(number).is_integer() => Types::INTEGER,
+            Value::Number(_) => Types::NUMBER,
+            Value::String(_) => Types::STRING,
+            Value::Array(_) => Types::ARRAY,
+            Value::Object(_) => Types::OBJECT,
+        }
+    }
+}
+
+/// A value of a keyword with where it is written, for diagnostics raised when it is used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located<T> {
+    /// The value.
+    pub value: T,
+    /// The pointer of the schema object holding the keyword.
+    pub pointer: String,
+    /// The keyword.
+    pub keyword: &'static str,
+}
+
+/// What a schema allows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// Every JSON value.
+    Any,
+    /// No value.
+    Never,
+    /// Whatever the schema at this pointer allows (a rule of its own in the grammar).
+    Ref(String),
+    /// Any of these.
+    AnyOf(Vec<Shape>),
+    /// Exactly these values (`enum`, `const`).
+    Values(Vec<Value>),
+    /// Values of these types meeting these constraints.
+    Typed(Box<Typed>),
+}
+
+/// Constraints per type. A constraint only concerns values of its type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed {
+    /// The types allowed.
+    pub types: Types,
+    /// Numbers.
+    pub number: NumberRules,
+    /// Strings.
+    pub string: StringRules,
+    /// Arrays.
+    pub array: ArrayRules,
+    /// Objects.
+    pub object: ObjectRules,
+    /// Values excluded (`not: {enum: [...]}`).
+    pub excluded: Vec<Located<Value>>,
+}
+
+/// `minimum`, `maximum`, `exclusive*`, `multipleOf`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NumberRules {
+    /// The greatest lower bound.
+    pub minimum: Option<Located<Bound>>,
+    /// The least upper bound.
+    pub maximum: Option<Located<Bound>>,
+    /// Every `multipleOf` that applies.
+    pub multiple_of: Vec<Located<Decimal>>,
+}
+
+/// `minLength`, `maxLength`, `pattern`, `format`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StringRules {
+    /// Least length in characters.
+    pub min_length: u64,
+    /// Greatest length in characters.
+    pub max_length: Option<u64>,
+    /// Every `pattern` that applies (all must match).
+    pub patterns: Vec<Located<String>>,
+    /// Every `format` that applies.
+    pub formats: Vec<Located<String>>,
+}
+
+/// `prefixItems`, `items`, `minItems`, `maxItems`, `contains`, `uniqueItems`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayRules {
+    /// The first items, one shape each.
+    pub prefix: Vec<Shape>,
+    /// The items after the prefix.
+    pub items: Shape,
+    /// Least number of items.
+    pub min_items: u64,
+    /// Greatest number of items.
+    pub max_items: Option<u64>,
+    /// `contains` with its `minContains` and `maxContains`.
+    pub contains: Vec<Located<Contains>>,
+    /// Where `uniqueItems: true` is written, if it is.
+    pub unique: Option<Located<()>>,
+}
+
+impl Default for ArrayRules {
+    fn default() -> ArrayRules {
+        ArrayRules {
+            prefix: Vec::new(),
+            items: Shape::Any,
+            min_items: 0,
+            max_items: None,
+            contains: Vec::new(),
+            unique: None,
+        }
+    }
+}
+
+/// `contains`, `minContains`, `maxContains`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contains {
+    /// What some items must be.
+    pub shape: Shape,
+    /// Least number of such items.
+    pub min: u64,
+    /// Greatest number of such items.
+    pub max: Option<u64>,
+}
+
+/// `properties`, `required`, `additionalProperties`, `patternProperties`,
+/// `propertyNames`, `minProperties`, `maxProperties`, and dependencies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectRules {
+    /// Declared properties in schema order.
+    pub properties: Vec<(String, Shape)>,
+    /// Required names, in the order first required.
+    pub required: Vec<String>,
+    /// Properties neither declared nor matched by a pattern.
+    pub additional: Shape,
+    /// `patternProperties`.
+    pub pattern_properties: Vec<(Located<String>, Shape)>,
+    /// `propertyNames`.
+    pub property_names: Option<Located<Shape>>,
+    /// Least number of properties.
+    pub min_properties: u64,
+    /// Greatest number of properties.
+    pub max_properties: Option<u64>,
+}
+
+impl Default for ObjectRules {
+    fn default() -> ObjectRules {
+        ObjectRules {
+            properties: Vec::new(),
+            required: Vec::new(),
+            additional: Shape::Any,
+            pattern_properties: Vec::new(),
+            property_names: None,
+            min_properties: 0,
+            max_properties: None,
+        }
+    }
+}
+
+impl Typed {
+    /// Every value of the given types, unconstrained.
+    pub fn of_types(types: Types) -> Typed {
+        Typed {
+            types,
+            number: NumberRules::default(),
+            string: StringRules::default(),
+            array: ArrayRules::default(),
+            object: ObjectRules::default(),
+            excluded: Vec::new(),
+        }
+    }
+
+    /// True when no constraint narrows any allowed type.
+    pub fn is_unconstrained(&self) -> bool {
+        let number = &self.number;
+        let string = &self.string;
+        let array = &self.array;
+        let object = &self.object;
+        number.minimum.is_none()
+            && number.maximum.is_none()
+            && number.multiple_of.is_empty()
+            && string.min_length == 0
+            && string.max_length.is_none()
+            && string.patterns.is_empty()
+            && string.formats.is_empty()
+            && array.prefix.is_empty()
+            && array.items == Shape::Any
+            && array.min_items == 0
+            && array.max_items.is_none()
+            && array.contains.is_empty()
+            && array.unique.is_none()
+            && object.properties.is_empty()
+            && object.required.is_empty()
+            && object.additional == Shape::Any
+            && object.pattern_properties.is_empty()
+            && object.property_names.is_none()
+            && object.min_properties == 0
+            && object.max_properties.is_none()
+            && self.excluded.is_empty()
+    }
+}
+
+impl Shape {
+    /// A shape of one constrained type set.
+    pub fn typed(typed: Typed) -> Shape {
+        Shape::Typed(Box::new(typed))
+    }
+}
