@@ -204,7 +204,7 @@ impl Converter<'_> {
             Primitive::Number => {
                 let integral = self.primitive(Primitive::IntegralPart);
                 let decimal = self.primitive(Primitive::DecimalPart);
-                let exponent_digits = if syntax == NumberSyntax::llama_cpp() {
+                let exponent_digits = if syntax.canonical_exponent {
                     integral.clone()
                 } else {
                     digits(1, syntax.max_exponent_digits)
@@ -433,23 +433,33 @@ impl Converter<'_> {
             .first()
             .map(|located| located.value.clone());
         let syntax = self.options.numbers.clone();
-        let result = if integers_only {
-            integer_expr(
+        let mut result = self.number_grammar(
+            integers_only,
+            minimum.as_ref().map(|bound| &bound.value),
+            maximum.as_ref().map(|bound| &bound.value),
+            multiple_of.as_ref(),
+            &syntax,
+        );
+        // Any JSON number under a bound other than 0 is not a regular language (an
+        // exponent can stand against any number of fraction digits); with the exponent
+        // written in at most two digits it is, and no serializer writes more for values
+        // near such bounds. A documented narrowing, not a weakening.
+        if matches!(result, Err(crate::numeric::NumericError::Unsupported(_)))
+            && !integers_only
+            && syntax.max_exponent_digits.is_none()
+        {
+            let narrowed = NumberSyntax {
+                max_exponent_digits: Some(2),
+                ..syntax.clone()
+            };
+            result = self.number_grammar(
+                integers_only,
                 minimum.as_ref().map(|bound| &bound.value),
                 maximum.as_ref().map(|bound| &bound.value),
                 multiple_of.as_ref(),
-                &syntax,
-                &mut self.builder,
-            )
-        } else {
-            number_expr(
-                minimum.as_ref().map(|bound| &bound.value),
-                maximum.as_ref().map(|bound| &bound.value),
-                multiple_of.as_ref(),
-                &syntax,
-                &mut self.builder,
-            )
-        };
+                &narrowed,
+            );
+        }
         match result {
             Ok(expr) => Some(self.wrap_rule(expr, &format!("{name}-number"))),
             Err(crate::numeric::NumericError::Empty) => None,
@@ -472,6 +482,21 @@ impl Converter<'_> {
                     Primitive::Number
                 }))
             }
+        }
+    }
+
+    fn number_grammar(
+        &mut self,
+        integers_only: bool,
+        minimum: Option<&crate::numeric::Bound>,
+        maximum: Option<&crate::numeric::Bound>,
+        multiple_of: Option<&crate::numeric::Decimal>,
+        syntax: &NumberSyntax,
+    ) -> Result<Expr, crate::numeric::NumericError> {
+        if integers_only {
+            integer_expr(minimum, maximum, multiple_of, syntax, &mut self.builder)
+        } else {
+            number_expr(minimum, maximum, multiple_of, syntax, &mut self.builder)
         }
     }
 

@@ -64,6 +64,12 @@ impl Converter<'_> {
                     "`minLength`/`maxLength` beside `format` are not expressed in the grammar",
                 );
             }
+            if self.options.llama_dialect()
+                && let Some(expr) = crate::format_llama::llama_format(&format.value)
+            {
+                let body = self.wrap_rule(expr, &format.value);
+                return Some(quoted(body));
+            }
             return match format_grammar(&format.value) {
                 FormatGrammar::Exact(expr) => {
                     let body = self.wrap_rule(expr, &format.value);

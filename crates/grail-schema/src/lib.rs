@@ -33,6 +33,7 @@ mod emit_array;
 mod emit_object;
 mod emit_string;
 pub mod format;
+mod format_llama;
 pub mod json_text;
 pub mod locate;
 mod meet;

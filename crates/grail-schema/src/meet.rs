@@ -393,8 +393,10 @@ impl Converter<'_> {
                     }
                 }
                 for multiple in &typed.number.multiple_of {
-                    if !decimal.is_multiple_of(&multiple.value) {
-                        return Ok(false);
+                    match decimal.is_multiple_of(&multiple.value) {
+                        Some(true) => {}
+                        Some(false) => return Ok(false),
+                        None => return Err("a `multipleOf` division too large to carry out".into()),
                     }
                 }
                 Ok(true)

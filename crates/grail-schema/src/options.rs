@@ -104,6 +104,11 @@ pub struct SchemaOptions {
     pub additional_properties_default: bool,
     /// Whose reading to follow where llama.cpp departs from the specification.
     pub dialect: Dialect,
+    /// Whether `format` constrains strings (the formats Grail knows; others are
+    /// annotations): true by default, as validators with format checking and generation
+    /// want; false reads every `format` as an annotation, as draft 2020-12's default
+    /// vocabulary does.
+    pub assert_formats: bool,
     /// How numbers are written (digit caps; none by default).
     pub numbers: NumberSyntax,
     /// Recursive schemas: how many times a `$ref` cycle may be entered before only its
@@ -121,6 +126,7 @@ impl Default for SchemaOptions {
             key_order: KeyOrder::Schema,
             additional_properties_default: true,
             dialect: Dialect::Spec,
+            assert_formats: true,
             numbers: NumberSyntax::default(),
             max_recursion: None,
             limits: SchemaLimits::default(),

@@ -409,10 +409,14 @@ impl Converter<'_> {
         if let Some(value) = self.count(pointer, object, "maxLength") {
             typed.string.max_length = Some(value);
         }
+        let assert_formats = self.options.assert_formats;
         for (keyword, list) in [
             ("pattern", &mut typed.string.patterns),
             ("format", &mut typed.string.formats),
         ] {
+            if keyword == "format" && !assert_formats {
+                continue;
+            }
             match object.get(keyword) {
                 None => {}
                 Some(Value::String(text)) => list.push(Located {
@@ -463,10 +467,6 @@ impl Converter<'_> {
             }
             _ => {}
         }
-        if exact_tuple {
-            array.items = Shape::Never;
-            array.min_items = array.prefix.len() as u64;
-        }
         match object.get("items") {
             None => {}
             Some(Value::Array(tuple)) => {
@@ -478,9 +478,16 @@ impl Converter<'_> {
                 }
                 if object.contains_key("additionalItems") {
                     array.items = self.read(&child("additionalItems"));
+                } else {
+                    // llama.cpp: a tuple has exactly its items.
+                    exact_tuple = self.options.llama_dialect();
                 }
             }
             Some(_) => array.items = self.read(&child("items")),
+        }
+        if exact_tuple {
+            array.items = Shape::Never;
+            array.min_items = array.prefix.len() as u64;
         }
         if let Some(value) = self.count(pointer, object, "minItems") {
             typed.array.min_items = value;

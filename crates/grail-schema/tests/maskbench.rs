@@ -1,0 +1,91 @@
+//! MaskBench (`../shared/corpora/maskbench`: 11,305 real schemas in 21 groups with valid
+//! and invalid instances; skipped with a message when absent), through Grail in strict
+//! mode with the default options. Prints per group: schemas compiled and refused (top
+//! refusal reasons), valid instances rejected and invalid instances accepted, and compile
+//! times. Fails only on regressions against `testdata/conformance/maskbench.baseline`
+//! (the schemas that compile and judge every instance right; `GRAIL_UPDATE_BASELINE=1`
+//! rewrites it). Instances are written as `tests/support/corpus.rs` explains.
+
+#[path = "../../grail-grammar/tests/support/baseline.rs"]
+mod baseline;
+#[path = "support/corpus.rs"]
+mod corpus;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+
+use corpus::{GroupTally, percentiles, run_schema};
+use grail_schema::SchemaOptions;
+use serde_json::Value;
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn maskbench_schemas_compile_and_judge_their_instances() {
+    let directory = repository_root().join("../shared/corpora/maskbench");
+    if !directory.is_dir() {
+        eprintln!("skipped: ../shared/corpora/maskbench is absent");
+        return;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().ends_with(".jsonl.gz"))
+        .collect();
+    files.sort();
+    let options = SchemaOptions::default();
+    let mut passing = BTreeSet::new();
+    let mut total = GroupTally::default();
+    let mut times = Vec::new();
+    let mut lines = Vec::new();
+    for file in files {
+        let group = file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".jsonl.gz")
+            .to_string();
+        let reader = BufReader::new(flate2::read::GzDecoder::new(
+            std::fs::File::open(&file).unwrap(),
+        ));
+        let mut tally = GroupTally::default();
+        for line in reader.lines() {
+            let entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let id = format!("{group}/{}", entry["file"].as_str().unwrap_or("?"));
+            let instances: Vec<(Value, bool)> = entry["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|test| (test["data"].clone(), test["valid"].as_bool().unwrap()))
+                .collect();
+            let outcome = run_schema(&entry["schema"], &instances, &options);
+            times.push(outcome.compile_time);
+            if outcome.passes() {
+                passing.insert(id);
+            } else if std::env::var_os("GRAIL_MASKBENCH_VERBOSE").is_some() && outcome.compiled {
+                eprintln!(
+                    "wrong verdicts: {id}: valid rejected {:?}, invalid accepted {:?}",
+                    outcome.valid_rejected, outcome.invalid_accepted
+                );
+            }
+            tally.add(&outcome);
+            total.add(&outcome);
+        }
+        lines.push(tally.line(&group));
+    }
+    for line in &lines {
+        println!("{line}");
+    }
+    println!("{}", total.line("all"));
+    let (median, p99, max) = percentiles(&mut times);
+    println!(
+        "convert + compile per schema: median {median:.2} ms, p99 {p99:.2} ms, max {max:.1} ms (this build)"
+    );
+    baseline::check_against_baseline(
+        &repository_root().join("testdata/conformance/maskbench.baseline"),
+        &passing,
+    );
+}

@@ -1,0 +1,333 @@
+//! Running schemas with labelled instances through Grail: compile each schema, match each
+//! instance's JSON text against the grammar, and tally what went right and wrong. Shared
+//! by the MaskBench and JSON Schema Test Suite runners.
+//!
+//! Instances are written as `json.dumps` writes them by default (`", "` between items,
+//! `": "` after keys, no other whitespace, characters as themselves), with object keys in
+//! the order Grail's grammar writes them: the required properties the schema declares (in
+//! declaration order), then its other declared properties (in order), then the rest as
+//! they came. Declarations are looked up through `$ref`, `allOf`, `anyOf` and `oneOf`.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use grail_engine::{CompiledGrammar, Matcher};
+use grail_schema::{SchemaError, SchemaOptions, schema_to_grammar};
+use serde_json::{Map, Value};
+
+/// What happened to one schema.
+#[derive(Debug, Clone)]
+pub struct SchemaOutcome {
+    /// The grammar compiled.
+    pub compiled: bool,
+    /// Why not: the first error's code and keyword pointer.
+    pub refusal: Option<String>,
+    /// Instances labelled valid that the grammar rejects.
+    pub valid_rejected: Vec<usize>,
+    /// Instances labelled invalid that the grammar accepts.
+    pub invalid_accepted: Vec<usize>,
+    /// Valid and invalid instances checked.
+    pub instances: (usize, usize),
+    /// Time to convert and compile.
+    pub compile_time: Duration,
+}
+
+impl SchemaOutcome {
+    /// Compiled, and every instance judged right.
+    pub fn passes(&self) -> bool {
+        self.compiled && self.valid_rejected.is_empty() && self.invalid_accepted.is_empty()
+    }
+}
+
+/// Compiles `schema` and checks each `(instance, valid)`.
+pub fn run_schema(
+    schema: &Value,
+    instances: &[(Value, bool)],
+    options: &SchemaOptions,
+) -> SchemaOutcome {
+    let started = Instant::now();
+    let converted = schema_to_grammar(schema, options);
+    let compiled = converted
+        .as_ref()
+        .ok()
+        .map(|converted| CompiledGrammar::compile(&converted.grammar, &Default::default()));
+    let compile_time = started.elapsed();
+    let mut outcome = SchemaOutcome {
+        compiled: false,
+        refusal: None,
+        valid_rejected: Vec::new(),
+        invalid_accepted: Vec::new(),
+        instances: (0, 0),
+        compile_time,
+    };
+    let grammar = match (converted, compiled) {
+        (Ok(_), Some(Ok(grammar))) => grammar,
+        (Ok(_), Some(Err(error))) => {
+            outcome.refusal = Some(format!("engine: {error}"));
+            return outcome;
+        }
+        (Err(SchemaError::Refused { diagnostics }), _) => {
+            let first = &diagnostics[0];
+            let keyword = first.keyword.as_deref().unwrap_or("-");
+            outcome.refusal = Some(format!("{} {keyword}", first.code));
+            return outcome;
+        }
+        (Err(other), _) => {
+            outcome.refusal = Some(other.to_string());
+            return outcome;
+        }
+        (Ok(_), None) => unreachable!("compiled when converted"),
+    };
+    outcome.compiled = true;
+    for (index, (instance, valid)) in instances.iter().enumerate() {
+        let text = serialize(instance, schema, schema);
+        let mut matcher = Matcher::new(&grammar);
+        let accepted = matcher.accept_str(&text).is_ok() && matcher.is_accepting();
+        if *valid {
+            outcome.instances.0 += 1;
+            if !accepted {
+                outcome.valid_rejected.push(index);
+            }
+        } else {
+            outcome.instances.1 += 1;
+            if accepted {
+                outcome.invalid_accepted.push(index);
+            }
+        }
+    }
+    outcome
+}
+
+/// The instance as the runner writes it (see the module docs).
+pub fn serialize(value: &Value, root: &Value, schema: &Value) -> String {
+    let mut out = String::new();
+    write_value(value, root, Some(schema), &mut out, 0);
+    out
+}
+
+fn write_value(
+    value: &Value,
+    root: &Value,
+    schema: Option<&Value>,
+    out: &mut String,
+    depth: usize,
+) {
+    let schema = schema.map(|schema| resolve(root, schema, depth));
+    match value {
+        Value::Object(entries) => {
+            let order = declared_order(root, schema, 0);
+            let mut keys: Vec<&String> = entries.keys().collect();
+            keys.sort_by_key(
+                |key| match order.iter().position(|(name, _)| name == *key) {
+                    Some(position) => (if order[position].1 { 0 } else { 1 }, position),
+                    None => (2, 0),
+                },
+            );
+            out.push('{');
+            for (position, key) in keys.iter().enumerate() {
+                if position > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&Value::String((*key).clone()).to_string());
+                out.push_str(": ");
+                let property_schema =
+                    schema.and_then(|schema| property_schema(root, schema, key, 0));
+                write_value(&entries[*key], root, property_schema, out, depth + 1);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (position, item) in items.iter().enumerate() {
+                if position > 0 {
+                    out.push_str(", ");
+                }
+                let item_schema = schema.and_then(|schema| item_schema(schema, position));
+                write_value(item, root, item_schema, out, depth + 1);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Follows local `$ref`s (`#/...`).
+fn resolve<'v>(root: &'v Value, schema: &'v Value, depth: usize) -> &'v Value {
+    let mut current = schema;
+    for _ in 0..16 {
+        let Some(reference) = current.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        let Some(pointer) = reference.strip_prefix('#') else {
+            break;
+        };
+        match root.pointer(pointer) {
+            Some(target) => current = target,
+            None => break,
+        }
+    }
+    let _ = depth;
+    current
+}
+
+/// Declared property names with whether they are required, in declaration order,
+/// including those of `allOf`/`anyOf`/`oneOf` branches.
+fn declared_order(root: &Value, schema: Option<&Value>, depth: usize) -> Vec<(String, bool)> {
+    let mut order: Vec<(String, bool)> = Vec::new();
+    let Some(schema) = schema else {
+        return order;
+    };
+    if depth > 8 {
+        return order;
+    }
+    let schema = resolve(root, schema, depth);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        for name in properties.keys() {
+            order.push((name.clone(), required.contains(&name.as_str())));
+        }
+    }
+    for name in &required {
+        if !order.iter().any(|(known, _)| known == name) {
+            order.push((name.to_string(), true));
+        }
+    }
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = schema.get(keyword) {
+            for branch in branches {
+                for (name, required) in declared_order(root, Some(branch), depth + 1) {
+                    match order.iter_mut().find(|(known, _)| *known == name) {
+                        Some(entry) => entry.1 |= required && keyword == "allOf",
+                        None => order.push((name, required && keyword == "allOf")),
+                    }
+                }
+            }
+        }
+    }
+    order
+}
+
+fn property_schema<'v>(
+    root: &'v Value,
+    schema: &'v Value,
+    name: &str,
+    depth: usize,
+) -> Option<&'v Value> {
+    if depth > 8 {
+        return None;
+    }
+    let schema = resolve(root, schema, depth);
+    if let Some(found) = schema
+        .get("properties")
+        .and_then(|properties| properties.get(name))
+    {
+        return Some(found);
+    }
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = schema.get(keyword) {
+            for branch in branches {
+                if let Some(found) = property_schema(root, branch, name, depth + 1) {
+                    return Some(found);
+                }
+            }
+        }
+    }
+    schema
+        .get("additionalProperties")
+        .filter(|additional| additional.is_object())
+}
+
+fn item_schema(schema: &Value, position: usize) -> Option<&Value> {
+    if let Some(Value::Array(prefix)) = schema.get("prefixItems")
+        && let Some(found) = prefix.get(position)
+    {
+        return Some(found);
+    }
+    match schema.get("items") {
+        Some(Value::Array(tuple)) => tuple
+            .get(position)
+            .or_else(|| schema.get("additionalItems")),
+        Some(items) => Some(items),
+        None => None,
+    }
+}
+
+/// Per-group tallies for the report.
+#[derive(Debug, Default)]
+pub struct GroupTally {
+    pub schemas: usize,
+    pub compiled: usize,
+    pub passing: usize,
+    pub valid: usize,
+    pub invalid: usize,
+    pub valid_rejected: usize,
+    pub invalid_accepted: usize,
+    pub refusals: BTreeMap<String, usize>,
+}
+
+impl GroupTally {
+    /// Adds one schema's outcome.
+    pub fn add(&mut self, outcome: &SchemaOutcome) {
+        self.schemas += 1;
+        if outcome.compiled {
+            self.compiled += 1;
+        }
+        if outcome.passes() {
+            self.passing += 1;
+        }
+        self.valid += outcome.instances.0;
+        self.invalid += outcome.instances.1;
+        self.valid_rejected += outcome.valid_rejected.len();
+        self.invalid_accepted += outcome.invalid_accepted.len();
+        if let Some(refusal) = &outcome.refusal {
+            *self.refusals.entry(refusal.clone()).or_default() += 1;
+        }
+    }
+
+    /// One line of the report.
+    pub fn line(&self, name: &str) -> String {
+        let mut reasons: Vec<(&String, &usize)> = self.refusals.iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(a.1));
+        let top: Vec<String> = reasons
+            .iter()
+            .take(3)
+            .map(|(reason, count)| format!("{count}× {reason}"))
+            .collect();
+        format!(
+            "{name:<28} {:>5} schemas, {:>5} compiled ({:>5.1}%), {:>5} refused; valid rejected {}/{}, invalid accepted {}/{}; top refusals: {}",
+            self.schemas,
+            self.compiled,
+            100.0 * self.compiled as f64 / self.schemas.max(1) as f64,
+            self.schemas - self.compiled,
+            self.valid_rejected,
+            self.valid,
+            self.invalid_accepted,
+            self.invalid,
+            top.join(", ")
+        )
+    }
+}
+
+/// The median, p99 and maximum of compile times, in milliseconds.
+pub fn percentiles(times: &mut [Duration]) -> (f64, f64, f64) {
+    if times.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    times.sort();
+    let at = |fraction: f64| {
+        let index = ((times.len() as f64 - 1.0) * fraction).round() as usize;
+        times[index].as_secs_f64() * 1e3
+    };
+    (at(0.5), at(0.99), at(1.0))
+}
+
+/// An object of a corpus file, as a map (for the runners' JSON reading).
+pub fn object(value: &Value) -> &Map<String, Value> {
+    value.as_object().expect("a JSON object")
+}
