@@ -148,7 +148,15 @@ pub fn schema_to_grammar(
         }
     }
     converter.rule_of("");
-    let mut diagnostics = std::mem::take(&mut converter.diagnostics);
+    let diagnostics = std::mem::take(&mut converter.diagnostics);
+    // A shape combined in several places reports once.
+    let mut unique: Vec<SchemaDiagnostic> = Vec::with_capacity(diagnostics.len());
+    for diagnostic in diagnostics {
+        if !unique.contains(&diagnostic) {
+            unique.push(diagnostic);
+        }
+    }
+    let mut diagnostics = unique;
     diagnostics.sort_by_key(|diagnostic| std::cmp::Reverse(diagnostic.severity));
     if diagnostics
         .iter()

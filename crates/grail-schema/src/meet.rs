@@ -24,55 +24,32 @@ impl Converter<'_> {
             (Shape::Any, other) | (other, Shape::Any) => other,
             (Shape::Never, _) | (_, Shape::Never) => Shape::Never,
             (Shape::Ref(a), Shape::Ref(b)) if a == b => Shape::Ref(a),
-            (Shape::AnyOf(branches), other) | (other, Shape::AnyOf(branches)) => {
-                if branches.len() > self.options.limits.max_combinations {
-                    self.error(
-                        "combinations-too-many",
-                        pointer,
-                        Some("allOf"),
-                        format!(
-                            "combining these schemas gives more than {} alternatives (SchemaLimits::max_combinations)",
-                            self.options.limits.max_combinations
-                        ),
-                    );
-                    return Shape::Never;
-                }
-                let mut results = Vec::new();
-                for branch in branches {
-                    match self.meet(pointer, branch, other.clone()) {
-                        Shape::Never => {}
-                        Shape::AnyOf(inner) => results.extend(inner),
-                        shape => results.push(shape),
-                    }
-                }
-                if results.len() > self.options.limits.max_combinations {
-                    self.error(
-                        "combinations-too-many",
-                        pointer,
-                        Some("allOf"),
-                        format!(
-                            "combining these schemas gives more than {} alternatives (SchemaLimits::max_combinations)",
-                            self.options.limits.max_combinations
-                        ),
-                    );
-                    return Shape::Never;
-                }
-                match results.len() {
-                    0 => Shape::Never,
-                    1 => results.pop().expect("one"),
-                    _ => Shape::AnyOf(results),
-                }
+            (Shape::AnyOf(branches), other) => self.meet_branches(pointer, branches, other, true),
+            (other, Shape::AnyOf(branches)) => self.meet_branches(pointer, branches, other, false),
+            (Shape::Ref(target), Shape::Typed(typed))
+            | (Shape::Typed(typed), Shape::Ref(target))
+                if typed.types.has(Types::ALL) && typed.is_unconstrained() =>
+            {
+                Shape::Ref(target)
             }
-            (Shape::Ref(target), other) | (other, Shape::Ref(target)) => {
-                match self.expand(pointer, &target) {
-                    Some(expanded) => {
-                        let shape = self.meet(pointer, expanded, other);
-                        self.expanding.pop();
-                        shape
-                    }
-                    None => other,
+            // The expanded reference keeps its side: properties come out in the order the
+            // schemas are written.
+            (Shape::Ref(target), other) => match self.expand(pointer, &target) {
+                Some(expanded) => {
+                    let shape = self.meet(pointer, expanded, other);
+                    self.expanding.pop();
+                    shape
                 }
-            }
+                None => other,
+            },
+            (other, Shape::Ref(target)) => match self.expand(pointer, &target) {
+                Some(expanded) => {
+                    let shape = self.meet(pointer, other, expanded);
+                    self.expanding.pop();
+                    shape
+                }
+                None => other,
+            },
             (Shape::Values(left), Shape::Values(right)) => Shape::Values(
                 left.into_iter()
                     .filter(|value| right.iter().any(|other| json_equal(value, other)))
@@ -100,11 +77,57 @@ impl Converter<'_> {
         }
     }
 
+    /// `branches` (an `anyOf`) met with `other`, each branch on the side it was written.
+    fn meet_branches(
+        &mut self,
+        pointer: &str,
+        branches: Vec<Shape>,
+        other: Shape,
+        branches_first: bool,
+    ) -> Shape {
+        let limit = self.options.limits.max_combinations;
+        let too_many = |converter: &mut Converter| {
+            converter.error(
+                "combinations-too-many",
+                pointer,
+                Some("allOf"),
+                format!("combining these schemas gives more than {limit} alternatives (SchemaLimits::max_combinations)"),
+            );
+            Shape::Never
+        };
+        if branches.len() > limit {
+            return too_many(self);
+        }
+        let mut results = Vec::new();
+        for branch in branches {
+            let met = if branches_first {
+                self.meet(pointer, branch, other.clone())
+            } else {
+                self.meet(pointer, other.clone(), branch)
+            };
+            match met {
+                Shape::Never => {}
+                Shape::AnyOf(inner) => results.extend(inner),
+                shape => results.push(shape),
+            }
+        }
+        if results.len() > limit {
+            return too_many(self);
+        }
+        match results.len() {
+            0 => Shape::Never,
+            1 => results.pop().expect("one"),
+            _ => Shape::AnyOf(results),
+        }
+    }
+
     /// The shape at `target`, to intersect it; `None` (with a diagnostic) when it is being
     /// expanded already (a recursive schema cannot be flattened). On `Some`, the caller
     /// pops `expanding` when done.
     fn expand(&mut self, pointer: &str, target: &str) -> Option<Shape> {
-        if self.expanding.iter().any(|open| open == target) || self.expanding.len() > 32 {
+        let recursive = self.expanding.iter().any(|open| open == target)
+            || self.reading.iter().any(|open| open == target);
+        if recursive || self.expanding.len() > 32 {
             self.unsupported(
                 pointer,
                 "allOf",
@@ -200,18 +223,15 @@ impl Converter<'_> {
         left: ObjectRules,
         right: ObjectRules,
     ) -> ObjectRules {
-        if !left.pattern_properties.is_empty() || !right.pattern_properties.is_empty() {
-            let both_declare = !left.properties.is_empty() || !right.properties.is_empty();
-            if both_declare
-                && !(left.pattern_properties.is_empty() && right.properties.is_empty())
-                && !(right.pattern_properties.is_empty() && left.properties.is_empty())
-            {
-                self.unsupported(
-                    pointer,
-                    "allOf",
-                    "it combines `patternProperties` of one schema with `properties` of another",
-                );
-            }
+        let patterns_meet_names = (!left.pattern_properties.is_empty()
+            && !right.properties.is_empty())
+            || (!right.pattern_properties.is_empty() && !left.properties.is_empty());
+        if patterns_meet_names {
+            self.unsupported(
+                pointer,
+                "allOf",
+                "it combines `patternProperties` of one schema with `properties` of another",
+            );
         }
         let mut names: Vec<String> = left
             .properties

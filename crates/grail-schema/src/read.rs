@@ -133,7 +133,10 @@ impl Converter<'_> {
         self.read_string_keywords(pointer, object, &mut typed);
         self.read_array_keywords(pointer, object, &mut typed);
         self.read_object_keywords(pointer, object, &mut typed);
-        parts.push(Shape::typed(typed));
+        // Keywords that constrain nothing add nothing to intersect.
+        if !(typed.types.has(Types::ALL) && typed.is_unconstrained()) {
+            parts.push(Shape::typed(typed));
+        }
 
         if let Some(values) = object.get("enum") {
             match values {

@@ -63,6 +63,12 @@ fn maskbench_schemas_compile_and_judge_their_instances() {
                 .collect();
             let outcome = run_schema(&entry["schema"], &instances, &options);
             times.push(outcome.compile_time);
+            if outcome.compile_time.as_secs_f64() > 1.0 {
+                println!(
+                    "slow: {id} took {:.1} s",
+                    outcome.compile_time.as_secs_f64()
+                );
+            }
             if outcome.passes() {
                 passing.insert(id);
             } else if std::env::var_os("GRAIL_MASKBENCH_VERBOSE").is_some() && outcome.compiled {

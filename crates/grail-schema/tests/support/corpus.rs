@@ -203,8 +203,8 @@ fn declared_order(root: &Value, schema: Option<&Value>, depth: usize) -> Vec<(St
             for branch in branches {
                 for (name, required) in declared_order(root, Some(branch), depth + 1) {
                     match order.iter_mut().find(|(known, _)| *known == name) {
-                        Some(entry) => entry.1 |= required && keyword == "allOf",
-                        None => order.push((name, required && keyword == "allOf")),
+                        Some(entry) => entry.1 |= required,
+                        None => order.push((name, required)),
                     }
                 }
             }
