@@ -13,14 +13,15 @@ use grail_engine::{Matcher, TokenBitmask, VocabularyIndex};
 use serde_json::{Value, json};
 
 use crate::check::OutputFormat;
-use crate::grammar::load_grammar;
+use crate::grammar::{GrammarInput, SchemaSource, SchemaWarnings, grammar_or_schema, load_grammar};
 
 /// Arguments of `grail bench`.
 #[derive(Debug, Args)]
+#[command(group(grammar_or_schema(false)))]
 pub struct BenchArgs {
-    /// The grammar (GBNF).
+    /// The grammar (GBNF). Not with --schema.
     #[arg(long)]
-    pub grammar: PathBuf,
+    pub grammar: Option<PathBuf>,
     /// The vocabulary: tokenizer.json, a .gguf file or vocab.json.
     #[arg(long)]
     pub vocab: PathBuf,
@@ -58,6 +59,9 @@ pub struct BenchArgs {
     /// one per request) through the document in lockstep, and report their memory.
     #[arg(long, default_value_t = 0)]
     pub sequences: usize,
+    /// The grammar of a JSON Schema instead of a GBNF file.
+    #[command(flatten, next_help_heading = "JSON Schema (instead of a GBNF grammar)")]
+    pub schema: SchemaSource,
 }
 
 fn status_kib(key: &str) -> i64 {
@@ -198,11 +202,25 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(&bad) = ids.iter().find(|&&id| id as usize >= size) {
         bail!("token id {bad} is outside the vocabulary ({size} tokens)");
     }
+    let input = match (&args.grammar, &args.schema.schema) {
+        (Some(path), None) => GrammarInput::Gbnf { path, root: "root" },
+        (None, Some(path)) => GrammarInput::Schema {
+            path,
+            options: &args.schema.options,
+        },
+        _ => bail!("give either --grammar FILE or --schema FILE"),
+    };
     let mut compile_ms = Vec::new();
     let mut grammar = None;
-    for _ in 0..args.compile_reps {
+    for repetition in 0..args.compile_reps {
+        // A schema's warnings are shown once, not once per compile.
+        let warnings = if repetition == 0 {
+            SchemaWarnings::Show
+        } else {
+            SchemaWarnings::Quiet
+        };
         let started = Instant::now();
-        let compiled = load_grammar(&args.grammar, "root", Some(index.vocabulary()))?;
+        let compiled = load_grammar(input, Some(index.vocabulary()), warnings)?;
         let matcher = Matcher::with_vocabulary(&compiled, index.clone());
         compile_ms.push(started.elapsed().as_secs_f64() * 1e3);
         drop(matcher);
@@ -281,7 +299,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         "engine": "grail",
         "version": env!("CARGO_PKG_VERSION"),
         "vocab": args.vocab.display().to_string(),
-        "grammar": args.grammar.display().to_string(),
+        "grammar": input.path().display().to_string(),
         "doc": args.doc.display().to_string(),
         "doc_tokens": ids.len(),
         "vocab_setup_s": (vocab_setup_s * 1e4).round() / 1e4,

@@ -18,7 +18,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Grail: grammar-constrained generation. Check, format, match and sample GBNF grammars.
+/// Grail: grammar-constrained generation. Check, format, match and sample GBNF grammars;
+/// convert JSON Schemas to grammars (`grail schema`, or `--schema` wherever a grammar is
+/// taken).
 #[derive(Debug, Parser)]
 #[command(name = "grail", version, about, long_about = None)]
 struct Cli {
@@ -42,12 +44,12 @@ enum Command {
     /// Match text against a grammar: where it broke and what was expected there.
     ///
     /// Exit status: 0 when the whole text matches (--prefix: when it can still be
-    /// completed), 1 when it does not, 2 on grammar, usage or I/O errors.
+    /// completed), 1 when it does not, 2 on grammar (or refused schema), usage or I/O errors.
     Match(match_text::MatchArgs),
     /// Show what may come after some text: CHAR, CHAR_EXCLUDE, TOKEN and END rules.
     ///
-    /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar,
-    /// usage or I/O errors.
+    /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
+    /// (or refused schema), usage or I/O errors.
     Next(next::NextArgs),
     /// Print random strings of the grammar's language, one JSON string per line.
     Sample(sample::SampleArgs),
@@ -59,13 +61,13 @@ enum Command {
     Schema(schema::SchemaCommandArgs),
     /// List the tokens of a vocabulary the grammar allows after some text.
     ///
-    /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar,
-    /// vocabulary, usage or I/O errors.
+    /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
+    /// (or refused schema), vocabulary, usage or I/O errors.
     Mask(mask::MaskArgs),
     /// Time token masks step by step on a document (JSON like the peer harness).
     ///
     /// Exit status: 0 when every token of the document was in its mask, 1 otherwise,
-    /// 2 on usage or I/O errors.
+    /// 2 on grammar (or refused schema), usage or I/O errors.
     Bench(bench::BenchArgs),
 }
 

@@ -10,16 +10,20 @@ use grail_engine::{Matcher, TokenBitmask, VocabularyIndex};
 use serde_json::json;
 
 use crate::check::OutputFormat;
-use crate::grammar::load_grammar;
+use crate::grammar::{
+    SchemaSource, SchemaWarnings, grammar_or_schema, load_grammar, sort_positionals,
+};
 
 /// Arguments of `grail mask`.
 #[derive(Debug, Args)]
+#[command(group(grammar_or_schema(true)))]
 pub struct MaskArgs {
-    /// The grammar file, or `-` for standard input.
-    pub grammar: PathBuf,
+    /// The GBNF grammar file, or `-` for standard input. Not with --schema, where the
+    /// first positional argument is the text.
+    pub grammar: Option<PathBuf>,
     /// The text generated so far (default: empty), matched as text.
-    #[arg(default_value = "", allow_hyphen_values = true)]
-    pub text: String,
+    #[arg(allow_hyphen_values = true)]
+    pub text: Option<String>,
     /// The vocabulary: tokenizer.json, a .gguf file or vocab.json.
     #[arg(long)]
     pub vocab: PathBuf,
@@ -29,9 +33,13 @@ pub struct MaskArgs {
     /// Most tokens listed in human output (JSON lists all).
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
-    /// The start rule.
-    #[arg(long, default_value = "root")]
+    /// The start rule of a GBNF grammar (not with --schema: a schema's grammar starts at
+    /// `root`).
+    #[arg(long, default_value = "root", conflicts_with = "schema")]
     pub root: String,
+    /// The grammar of a JSON Schema instead of a GBNF file.
+    #[command(flatten, next_help_heading = "JSON Schema (instead of a GBNF grammar)")]
+    pub schema: SchemaSource,
 }
 
 /// A token's bytes as readable text: characters as they are, control characters and
@@ -61,12 +69,20 @@ fn escaped(bytes: &[u8], quote: bool) -> String {
 
 /// Runs `grail mask`.
 pub fn run(args: &MaskArgs) -> anyhow::Result<ExitCode> {
+    let positionals = sort_positionals(
+        args.grammar.as_ref(),
+        args.text.as_deref(),
+        &args.schema,
+        &args.root,
+        true,
+    )?;
+    let text = positionals.text.as_deref().unwrap_or("");
     let vocabulary = grail_vocab::load(&args.vocab)
         .with_context(|| format!("cannot load the vocabulary `{}`", args.vocab.display()))?;
-    let grammar = load_grammar(&args.grammar, &args.root, Some(&vocabulary))?;
+    let grammar = load_grammar(positionals.grammar, Some(&vocabulary), SchemaWarnings::Show)?;
     let index = Arc::new(VocabularyIndex::new(vocabulary));
     let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
-    let viable = matcher.accept_str(&args.text).is_ok() && matcher.is_viable();
+    let viable = matcher.accept_str(text).is_ok() && matcher.is_viable();
     let mut mask = TokenBitmask::new(index.vocabulary().len());
     if viable {
         matcher.fill_mask(&mut mask);

@@ -5,21 +5,26 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
+use grail_engine::NextRule;
 use serde_json::{Value, json};
 
 use crate::check::OutputFormat;
 use crate::feed::{Failure, Outcome, feed};
-use crate::grammar::load_grammar;
+use crate::grammar::{
+    GrammarInput, SchemaSource, SchemaWarnings, grammar_or_schema, load_grammar, sort_positionals,
+};
 use crate::render::stderr_wants_color;
 use crate::rules::{expected_label, rules_json};
 
 /// Arguments of `grail match`.
 #[derive(Debug, Args)]
+#[command(group(grammar_or_schema(true)))]
 pub struct MatchArgs {
-    /// The grammar file, or `-` for standard input.
-    pub grammar: PathBuf,
+    /// The GBNF grammar file, or `-` for standard input. Not with --schema, where the
+    /// first positional argument is the text.
+    pub grammar: Option<PathBuf>,
     /// The text to match. Without it (and without --file), standard input is read. A
     /// text may start with `-`; put `--` before one that looks like an option.
     #[arg(allow_hyphen_values = true)]
@@ -34,9 +39,13 @@ pub struct MatchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
-    /// The start rule.
-    #[arg(long, default_value = "root")]
+    /// The start rule of a GBNF grammar (not with --schema: a schema's grammar starts at
+    /// `root`).
+    #[arg(long, default_value = "root", conflicts_with = "schema")]
     pub root: String,
+    /// The grammar of a JSON Schema instead of a GBNF file.
+    #[command(flatten, next_help_heading = "JSON Schema (instead of a GBNF grammar)")]
+    pub schema: SchemaSource,
 }
 
 /// Where the text comes from, for reading and for messages.
@@ -70,8 +79,26 @@ pub fn open_text(text: Option<&str>, file: Option<&PathBuf>) -> anyhow::Result<T
 
 /// Runs `grail match`.
 pub fn run(args: &MatchArgs) -> anyhow::Result<ExitCode> {
-    let grammar = load_grammar(&args.grammar, &args.root, None)?;
-    let source = open_text(args.text.as_deref(), args.file.as_ref())?;
+    let positionals = sort_positionals(
+        args.grammar.as_ref(),
+        args.text.as_deref(),
+        &args.schema,
+        &args.root,
+        true,
+    )?;
+    if positionals.text.is_some() && args.file.is_some() {
+        bail!("give the text as an argument or with --file, not both");
+    }
+    let text_from_stdin = positionals.text.is_none()
+        && args
+            .file
+            .as_ref()
+            .is_none_or(|file| file.as_os_str() == "-");
+    if text_from_stdin && positionals.grammar.path().as_os_str() == "-" {
+        bail!("the grammar and the text cannot both come from standard input");
+    }
+    let grammar = load_grammar(positionals.grammar, None, SchemaWarnings::Show)?;
+    let source = open_text(positionals.text.as_deref(), args.file.as_ref())?;
     let outcome = feed(&grammar, source.reader)?;
     let matched = if args.prefix {
         outcome.viable
@@ -93,7 +120,16 @@ pub fn run(args: &MatchArgs) -> anyhow::Result<ExitCode> {
             println!("{output}");
         }
         OutputFormat::Human => match failure {
-            Some(failure) => eprint!("{}", render_failure(&source.name, failure)),
+            Some(failure) => {
+                eprint!("{}", render_failure(&source.name, failure));
+                if matches!(positionals.grammar, GrammarInput::Schema { .. })
+                    && only_the_end_was_expected(failure)
+                {
+                    eprintln!(
+                        "  = note: a schema's grammar ends with the JSON value: nothing may follow it, not even whitespace or a final line break"
+                    );
+                }
+            }
             None => eprintln!("{}", success_line(&source.name, &outcome, args.prefix)),
         },
     }
@@ -102,6 +138,13 @@ pub fn run(args: &MatchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// True when the text went on after a complete match, where only its end could come.
+fn only_the_end_was_expected(failure: &Failure) -> bool {
+    !failure.at_end
+        && !failure.invalid_utf8
+        && matches!(failure.expected.rules.as_slice(), [NextRule::End])
 }
 
 fn success_line(name: &str, outcome: &Outcome, prefix: bool) -> String {

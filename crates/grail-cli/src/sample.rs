@@ -9,13 +9,16 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde_json::json;
 
-use crate::grammar::load_grammar;
+use crate::grammar::{
+    SchemaSource, SchemaWarnings, grammar_or_schema, load_grammar, sort_positionals,
+};
 
 /// Arguments of `grail sample`.
 #[derive(Debug, Args)]
+#[command(group(grammar_or_schema(false)))]
 pub struct SampleArgs {
-    /// The grammar file, or `-` for standard input.
-    pub grammar: PathBuf,
+    /// The GBNF grammar file, or `-` for standard input. Not with --schema.
+    pub grammar: Option<PathBuf>,
     /// How many strings.
     #[arg(short = 'n', long = "count", default_value_t = 10)]
     pub count: usize,
@@ -26,15 +29,21 @@ pub struct SampleArgs {
     /// needs more.
     #[arg(long, default_value_t = 200)]
     pub max_len: usize,
-    /// The start rule.
-    #[arg(long, default_value = "root")]
+    /// The start rule of a GBNF grammar (not with --schema: a schema's grammar starts at
+    /// `root`).
+    #[arg(long, default_value = "root", conflicts_with = "schema")]
     pub root: String,
+    /// The grammar of a JSON Schema instead of a GBNF file.
+    #[command(flatten, next_help_heading = "JSON Schema (instead of a GBNF grammar)")]
+    pub schema: SchemaSource,
 }
 
 /// Runs `grail sample`: one JSON string per line (`{"segments": [...]}` when the grammar
 /// has token elements).
 pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
-    let grammar = load_grammar(&args.grammar, &args.root, None)?;
+    let positionals =
+        sort_positionals(args.grammar.as_ref(), None, &args.schema, &args.root, false)?;
+    let grammar = load_grammar(positionals.grammar, None, SchemaWarnings::Show)?;
     let sampler = Sampler::new(&grammar);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

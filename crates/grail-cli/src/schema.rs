@@ -106,7 +106,8 @@ pub enum SchemaFormat {
     Json,
 }
 
-/// A schema file converted; diagnostics rendered to stderr when `show` is set.
+/// Reads a schema file (`-`: standard input) and converts it: the name to show, the text
+/// (for pointing diagnostics into it) and the conversion's result. Nothing is printed.
 pub fn load_schema(
     path: &Path,
     args: &SchemaArgs,

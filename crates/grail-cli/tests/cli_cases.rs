@@ -59,28 +59,28 @@ fn cli_cases() {
 
 #[test]
 fn sampled_strings_match() {
-    for grammar in ["testdata/cli/json.gbnf", "examples/tool-call.gbnf"] {
-        let sample = [
-            "sample",
-            "-n",
-            "20",
-            "--seed",
-            "7",
-            "--max-len",
-            "80",
-            grammar,
-        ];
+    let grammars: [&[&str]; 3] = [
+        &["testdata/cli/json.gbnf"],
+        &["examples/tool-call.gbnf"],
+        &["--schema", "testdata/cli/person.schema.json"],
+    ];
+    for grammar in grammars {
+        let mut sample = vec!["sample", "-n", "20", "--seed", "7", "--max-len", "80"];
+        sample.extend_from_slice(grammar);
         let output = run(&sample, None);
         assert_eq!(output.status.code(), Some(0));
         let lines = String::from_utf8(output.stdout).unwrap();
         assert_eq!(lines.lines().count(), 20);
         for line in lines.lines() {
             let text: String = serde_json::from_str(line).unwrap();
-            let matched = run(&["match", grammar, "--", &text], None);
+            let mut matching = vec!["match"];
+            matching.extend_from_slice(grammar);
+            matching.extend_from_slice(&["--", &text]);
+            let matched = run(&matching, None);
             assert_eq!(
                 matched.status.code(),
                 Some(0),
-                "{grammar}: {text:?} was sampled but does not match"
+                "{grammar:?}: {text:?} was sampled but does not match"
             );
         }
         // The same seed gives the same strings.
@@ -160,6 +160,65 @@ fn bench_tokenizes_the_document_with_the_vocabularys_tokenizer() {
     assert_eq!(result["doc_tokens"], 8);
     assert_eq!(result["status"], "ok");
     assert_eq!(result["runs"][0]["eos_or_accepting_at_end"], true);
+}
+
+#[test]
+fn bench_takes_a_schema() {
+    // `{"a": "a"}` against a schema of one string property `a`, in the merges test
+    // tokenizer.
+    let output = run(
+        &[
+            "bench",
+            "--schema",
+            "testdata/cli/key-a.schema.json",
+            "--vocab",
+            "testdata/vocab/merges.tokenizer.json",
+            "--doc",
+            "testdata/cli/tokenized-doc.json",
+            "--runs",
+            "1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(result["grammar"], "testdata/cli/key-a.schema.json");
+    assert_eq!(result["compile_ms_all"].as_array().unwrap().len(), 3);
+    assert_eq!(result["status"], "ok");
+    assert_eq!(result["runs"][0]["eos_or_accepting_at_end"], true);
+}
+
+#[test]
+fn bench_shows_a_lenient_schemas_warnings_once() {
+    let output = run(
+        &[
+            "bench",
+            "--lenient",
+            "--schema",
+            "testdata/cli/tags.schema.json",
+            "--vocab",
+            "testdata/vocab/byte-level.tokenizer.json",
+            "--doc",
+            "x.json",
+            "--ids",
+            "testdata/cli/no-ids.json",
+            "--compile-reps",
+            "3",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("warning[keyword-weakened]").count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[test]
