@@ -26,6 +26,7 @@
 //! assert_eq!(diagnostics[0].keyword_pointer(), "/uniqueItems");
 //! ```
 
+mod char_automaton;
 mod convert;
 pub mod diagnostic;
 mod emit;

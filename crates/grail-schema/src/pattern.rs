@@ -142,8 +142,9 @@ const NODE_BUDGET_BASE: usize = 10_000;
 const NODE_BUDGET_PER_BYTE: usize = 16;
 const NODE_BUDGET_MAX: usize = 2_000_000;
 
-/// The strings the pattern matches as a search, anchors resolved.
-fn search_language(pattern: &str) -> Result<Node, PatternError> {
+/// The strings the pattern matches as a search, anchors resolved (also the language tree
+/// [`crate::char_automaton`] builds its automata from).
+pub(crate) fn search_language(pattern: &str) -> Result<Node, PatternError> {
     let hir = EcmaParser::new(pattern).parse()?;
     let budget = NODE_BUDGET_BASE
         .saturating_add(pattern.len().saturating_mul(NODE_BUDGET_PER_BYTE))
@@ -859,7 +860,7 @@ impl<'a> EcmaParser<'a> {
 /// whether they match the empty string. Cloning grows the stack as needed and dropping
 /// uses none, so trees of any depth are safe while they are built.
 #[derive(Debug, PartialEq, Eq)]
-enum Node {
+pub(crate) enum Node {
     /// No string.
     Nothing,
     /// The empty string.
@@ -868,14 +869,17 @@ enum Node {
     Text(String),
     /// One character of a non-empty set.
     Set(CharSet),
+    /// The items one after another.
     Seq(Vec<Node>, Shape),
+    /// Any one of the items.
     Alt(Vec<Node>, Shape),
+    /// The item `min` to `max` times (`None`: no maximum).
     Repeat(Box<Node>, u32, Option<u32>, Shape),
 }
 
 /// What a composite node knows about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shape {
+pub(crate) struct Shape {
     depth: usize,
     nullable: bool,
 }
