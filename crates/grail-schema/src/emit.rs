@@ -199,7 +199,8 @@ impl Converter<'_> {
                     Expr::literal("\""),
                 ])
             }
-            Primitive::Char => any_string_char(),
+            Primitive::Char if self.options.llama_dialect() => any_string_char(),
+            Primitive::Char => crate::json_text::any_string_char_exact(),
             Primitive::CanonicalChar => encoded_set(&grail_grammar::CharSet::new([], true)),
             Primitive::Number => {
                 let integral = self.primitive(Primitive::IntegralPart);
@@ -347,7 +348,26 @@ impl Converter<'_> {
                 parts.extend([space, Expr::literal("}")]);
                 Expr::Sequence(parts)
             }
+            Value::Number(number) if !self.options.llama_dialect() => self.number_constant(number),
             other => Expr::literal(other.to_string()),
+        }
+    }
+
+    /// The texts of a number equal to `number` in plain decimal spelling (`-2`, `-2.0`,
+    /// `-2.00` for -2.0, as validators compare numbers by value), and its own text; exponent
+    /// spellings other than its own are a documented narrowing.
+    fn number_constant(&mut self, number: &serde_json::Number) -> Expr {
+        let value = crate::numeric::Decimal::from_json(number);
+        let bound = crate::numeric::Bound::inclusive(value);
+        let syntax = NumberSyntax {
+            max_integer_digits: self.options.numbers.max_integer_digits,
+            max_fraction_digits: self.options.numbers.max_fraction_digits,
+            ..NumberSyntax::without_exponent()
+        };
+        let own = Expr::literal(number.to_string());
+        match self.number_grammar(false, Some(&bound), Some(&bound), None, &syntax) {
+            Ok(plain) => Expr::choice([plain, own]),
+            Err(_) => own,
         }
     }
 

@@ -48,6 +48,9 @@ impl Converter<'_> {
             if (usable as u64) < min {
                 return None;
             }
+            if usable == 0 {
+                return Some(Expr::sequence([open, close]));
+            }
             return Some(Expr::sequence([
                 open,
                 self.prefix_list(&prefix[..usable], None, min, Some(usable as u64)),

@@ -15,13 +15,15 @@ use grail_grammar::{Expr, RuleId};
 use crate::convert::Converter;
 use crate::emit_string::{excluding, excluding_llama};
 use crate::json_text::encoded_text;
-use crate::shape::{ObjectRules, Shape, Typed};
+use crate::shape::{ObjectRules, Presence, Shape, Typed};
 
 /// One declared property, ready to write.
 struct Slot {
     /// `"name" space ":" space value`.
     pair: Expr,
     required: bool,
+    /// Its bit among the names presence conditions mention, if they mention it.
+    tracked: Option<u32>,
 }
 
 /// The properties of one object, as slots.
@@ -31,7 +33,15 @@ struct Layout {
     additional: Option<Expr>,
     min: u64,
     max: Option<u64>,
+    /// Presence conditions, over the bits of the tracked names.
+    presence: Vec<Presence>,
+    /// The tracked names, by bit.
+    tracked: Vec<String>,
 }
+
+/// Most property names presence conditions may mention in one object (the grammar has a
+/// state for each combination of them).
+const MAX_TRACKED_NAMES: usize = 12;
 
 impl Converter<'_> {
     /// The objects `typed` allows; `None` when none.
@@ -79,6 +89,27 @@ impl Converter<'_> {
                 "`patternProperties` is not expressed in the grammar yet",
             );
         }
+        let mut tracked: Vec<String> = Vec::new();
+        for condition in &rules.presence {
+            condition.names(&mut tracked);
+        }
+        if tracked.len() > MAX_TRACKED_NAMES {
+            self.unsupported(
+                "",
+                "dependentRequired",
+                format!(
+                    "conditions on which properties are present mention {} names; at most {MAX_TRACKED_NAMES} are expressed",
+                    tracked.len()
+                ),
+            );
+            tracked.truncate(0);
+        }
+        let bit_of = |property: &str| {
+            tracked
+                .iter()
+                .position(|known| known == property)
+                .map(|bit| bit as u32)
+        };
         let mut slots = Vec::new();
         let mut declared: Vec<String> = Vec::new();
         for (property, shape) in &rules.properties {
@@ -104,15 +135,34 @@ impl Converter<'_> {
                 value,
             ]);
             let pair = self.wrap_rule(pair, &format!("{value_name}-kv"));
-            slots.push(Slot { pair, required });
+            slots.push(Slot {
+                pair,
+                required,
+                tracked: bit_of(property),
+            });
         }
-        // Required names the schema does not declare take the additional schema.
-        for property in &rules.required {
+        // Required names the schema does not declare take the additional schema, and so do
+        // the names presence conditions mention (as optional properties).
+        let mut undeclared: Vec<(String, bool)> = rules
+            .required
+            .iter()
+            .map(|property| (property.clone(), true))
+            .collect();
+        for property in &tracked {
+            if !rules.required.contains(property) {
+                undeclared.push((property.clone(), false));
+            }
+        }
+        for (property, required) in &undeclared {
+            let (property, required) = (property, *required);
             if declared.contains(property) {
                 continue;
             }
             if rules.additional == Shape::Never {
-                return None;
+                if required {
+                    return None;
+                }
+                continue;
             }
             declared.push(property.clone());
             let value = self.emit_as_rule(&rules.additional, &format!("{name}-{property}"));
@@ -125,7 +175,8 @@ impl Converter<'_> {
             ]);
             slots.push(Slot {
                 pair,
-                required: true,
+                required,
+                tracked: bit_of(property),
             });
         }
         // Required properties first, in schema order, then the optional ones.
@@ -160,6 +211,8 @@ impl Converter<'_> {
             additional,
             min: rules.min_properties,
             max: rules.max_properties,
+            presence: rules.presence.clone(),
+            tracked,
         })
     }
 
@@ -171,24 +224,24 @@ impl Converter<'_> {
             Some(max) => max + 1,
             None => layout.min.max(1),
         };
-        let mut memo: HashMap<(usize, u64), RuleId> = HashMap::new();
-        self.rest(layout, 0, 0, cap, name, &mut memo)
+        let mut memo: HashMap<(usize, u64, u32), RuleId> = HashMap::new();
+        self.rest(layout, (0, 0, 0), cap, name, &mut memo)
     }
 
-    /// What may follow once the slots before `slot` are done and `count` properties (capped
-    /// at `cap`) are written.
+    /// What may follow in `state` = (the next slot, the properties written so far capped at
+    /// `cap`, the tracked names written so far as bits).
     fn rest(
         &mut self,
         layout: &Layout,
-        slot: usize,
-        count: u64,
+        state: (usize, u64, u32),
         cap: u64,
         name: &str,
-        memo: &mut HashMap<(usize, u64), RuleId>,
+        memo: &mut HashMap<(usize, u64, u32), RuleId>,
     ) -> Expr {
-        if let Some(&rule) = memo.get(&(slot, count)) {
+        if let Some(&rule) = memo.get(&state) {
             return Expr::Rule(rule);
         }
+        let (slot, count, bits) = state;
         let space = self.space();
         let separator = |count: u64| {
             if count == 0 {
@@ -197,11 +250,22 @@ impl Converter<'_> {
                 Expr::sequence([Expr::literal(","), space.clone()])
             }
         };
-        let within =
-            |written: u64| written >= layout.min && layout.max.is_none_or(|max| written <= max);
+        let conditions_hold = layout.presence.iter().all(|condition| {
+            condition.holds(&|property: &str| {
+                layout
+                    .tracked
+                    .iter()
+                    .position(|known| known == property)
+                    .is_some_and(|bit| bits & (1 << bit) != 0)
+            })
+        });
+        let within = |written: u64| {
+            conditions_hold && written >= layout.min && layout.max.is_none_or(|max| written <= max)
+        };
         let expr = if slot == layout.slots.len() {
             // Only additional properties remain.
             match &layout.additional {
+                _ if !conditions_hold => Expr::Choice(Vec::new()),
                 None => {
                     if within(count) {
                         Expr::Empty
@@ -237,26 +301,27 @@ impl Converter<'_> {
                 return Expr::Choice(Vec::new());
             }
             let next_count = (count + 1).min(cap);
+            let next_bits = bits | this.tracked.map_or(0, |bit| 1 << bit);
             let written = Expr::sequence([
                 separator(count),
                 this.pair.clone(),
-                self.rest(layout, slot + 1, next_count, cap, name, memo),
+                self.rest(layout, (slot + 1, next_count, next_bits), cap, name, memo),
             ]);
             if this.required {
                 written
             } else {
-                let skipped = self.rest(layout, slot + 1, count, cap, name, memo);
+                let skipped = self.rest(layout, (slot + 1, count, bits), cap, name, memo);
                 Expr::choice([written, skipped])
             }
         };
         // The start of the body stays inline; every other state is a rule, shared by the
         // paths that reach it.
-        if slot == 0 && count == 0 {
+        if state == (0, 0, 0) {
             return expr;
         }
         let rule = self.declare(&format!("{name}-rest"));
         self.builder.define(rule, expr).expect("new rule");
-        memo.insert((slot, count), rule);
+        memo.insert(state, rule);
         Expr::Rule(rule)
     }
 }

@@ -97,7 +97,13 @@ impl Converter<'_> {
         }
         if let Some(pattern) = rules.patterns.first() {
             let (pointer, keyword) = (pattern.pointer.clone(), pattern.keyword);
-            let expr = match pattern_expr(&pattern.value) {
+            // llama.cpp reads a pattern as a match of the whole string.
+            let written = if self.options.llama_dialect() {
+                format!("^(?:{})$", pattern.value)
+            } else {
+                pattern.value.clone()
+            };
+            let expr = match pattern_expr(&written) {
                 Ok(expr) => expr,
                 Err(error) => {
                     self.unsupported(

@@ -28,6 +28,68 @@ pub fn escaped_set() -> CharSet {
     )
 }
 
+/// One character of a JSON string as written: as itself, a short escape, a `\u` escape
+/// of a character, or a surrogate pair of `\u` escapes (one character, as decoders read
+/// it); a lone surrogate escape is not a character, so it is not here.
+pub fn any_string_char_exact() -> Expr {
+    let hex = hex_digit;
+    let surrogate_high = || {
+        Expr::sequence([
+            Expr::chars([('d', 'd'), ('D', 'D')]),
+            Expr::chars([('8', '9'), ('a', 'b'), ('A', 'B')]),
+            hex(),
+            hex(),
+        ])
+    };
+    let surrogate_low = || {
+        Expr::sequence([
+            Expr::chars([('d', 'd'), ('D', 'D')]),
+            Expr::chars([('c', 'f'), ('C', 'F')]),
+            hex(),
+            hex(),
+        ])
+    };
+    let not_surrogate = Expr::choice([
+        Expr::sequence([
+            Expr::chars([('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
+            hex(),
+            hex(),
+            hex(),
+        ]),
+        Expr::sequence([
+            Expr::chars([('d', 'd'), ('D', 'D')]),
+            Expr::chars([('0', '7')]),
+            hex(),
+            hex(),
+        ]),
+    ]);
+    Expr::choice([
+        Expr::Chars(CharSet::new(escaped_set().members(), true)),
+        Expr::sequence([
+            Expr::literal("\\"),
+            Expr::choice([
+                Expr::chars([
+                    ('"', '"'),
+                    ('\\', '\\'),
+                    ('/', '/'),
+                    ('b', 'b'),
+                    ('f', 'f'),
+                    ('n', 'n'),
+                    ('r', 'r'),
+                    ('t', 't'),
+                ]),
+                Expr::sequence([Expr::literal("u"), not_surrogate]),
+                Expr::sequence([
+                    Expr::literal("u"),
+                    surrogate_high(),
+                    Expr::literal("\\u"),
+                    surrogate_low(),
+                ]),
+            ]),
+        ]),
+    ])
+}
+
 /// llama.cpp's `char`: one character of a JSON string as written, escapes included.
 pub fn any_string_char() -> Expr {
     Expr::choice([

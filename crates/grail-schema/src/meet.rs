@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::convert::Converter;
 use crate::numeric::Decimal;
 use crate::read::tighter;
-use crate::shape::{ArrayRules, Located, ObjectRules, Shape, Typed, Types};
+use crate::shape::{ArrayRules, Located, ObjectRules, Presence, Shape, Typed, Types};
 
 /// How deep value checks follow references before giving up (a guard, not a limit users
 /// meet: values are finite).
@@ -274,6 +274,7 @@ impl Converter<'_> {
             property_names,
             min_properties: left.min_properties.max(right.min_properties),
             max_properties: min_option(left.max_properties, right.max_properties),
+            presence: [left.presence, right.presence].concat(),
         }
     }
 
@@ -288,6 +289,11 @@ impl Converter<'_> {
                 }
             }
         }
+        if overlap.is_some()
+            && let Some(shape) = self.one_of_presence(&branches)
+        {
+            return shape;
+        }
         if let Some((first, second)) = overlap {
             self.unsupported(
                 pointer,
@@ -300,12 +306,51 @@ impl Converter<'_> {
         Shape::AnyOf(branches)
     }
 
-    /// `not`: the complement where it is a shape (no value, any value, the other types,
-    /// all values but some constants).
+    /// `oneOf` of branches that only say which properties objects have, over the same
+    /// types: objects meeting exactly one branch's condition (other values meet every
+    /// branch, so none of them is allowed).
+    fn one_of_presence(&mut self, branches: &[Shape]) -> Option<Shape> {
+        let mut conditions = Vec::new();
+        let mut types = None;
+        for branch in branches {
+            let Shape::Typed(typed) = branch else {
+                return None;
+            };
+            let condition = typed.presence_only()?;
+            if *types.get_or_insert(typed.types) != typed.types || !typed.types.has(Types::OBJECT) {
+                return None;
+            }
+            conditions.push(condition);
+        }
+        Some(Shape::presence(
+            Presence::ExactlyOne(conditions),
+            Types::NONE,
+        ))
+    }
+
+    /// `not`: the complement where it is a shape; otherwise unsupported (lenient mode
+    /// then drops the constraint).
     pub fn not(&mut self, pointer: &str, negated: Shape) -> Shape {
-        match negated {
-            Shape::Never => Shape::Any,
-            Shape::Any => Shape::Never,
+        match self.complement(pointer, negated) {
+            Some(shape) => shape,
+            None => {
+                self.unsupported(
+                    pointer,
+                    "not",
+                    "its schema has constraints whose complement a grammar cannot express here",
+                );
+                Shape::Any
+            }
+        }
+    }
+
+    /// The values `shape` does not allow, when that is a shape here: no value or any value,
+    /// the other types, all values but some constants, objects failing a presence
+    /// condition, and intersections of complements for unions.
+    pub fn complement(&mut self, pointer: &str, shape: Shape) -> Option<Shape> {
+        match shape {
+            Shape::Never => Some(Shape::Any),
+            Shape::Any => Some(Shape::Never),
             Shape::Values(values) => {
                 let mut typed = Typed::of_types(Types::ALL);
                 typed.excluded = values
@@ -316,35 +361,39 @@ impl Converter<'_> {
                         keyword: "not",
                     })
                     .collect();
-                Shape::typed(typed)
+                Some(Shape::typed(typed))
             }
-            Shape::Typed(typed) if typed.is_unconstrained() => {
+            Shape::Typed(typed) => {
+                let condition = typed.presence_only()?;
                 let types = typed.types;
                 if types.has(Types::INTEGER) && !types.has(Types::NUMBER) {
-                    self.unsupported(pointer, "not", "`not: {type: integer}` leaves the numbers that are not integers, which is not a grammar here");
-                    return Shape::Any;
+                    // The numbers that are not integers are no type here.
+                    return None;
                 }
                 let mut others = Types::ALL.0 & !types.0;
                 if types.has(Types::NUMBER) {
                     others &= !Types::INTEGER.0;
                 }
-                Shape::typed(Typed::of_types(Types(others)))
-            }
-            Shape::Ref(target) => match self.expand(pointer, &target) {
-                Some(expanded) => {
-                    let shape = self.not(pointer, expanded);
-                    self.expanding.pop();
-                    shape
+                let others = Types(others);
+                let unconditional = matches!(&condition, Presence::All(items) if items.is_empty());
+                if !types.has(Types::OBJECT) || unconditional {
+                    return Some(Shape::typed(Typed::of_types(others)));
                 }
-                None => Shape::Any,
-            },
-            _ => {
-                self.unsupported(
-                    pointer,
-                    "not",
-                    "its schema has constraints whose complement a grammar cannot express here",
-                );
-                Shape::Any
+                Some(Shape::presence(Presence::Not(Box::new(condition)), others))
+            }
+            Shape::AnyOf(branches) => {
+                let mut result = Shape::Any;
+                for branch in branches {
+                    let negated = self.complement(pointer, branch)?;
+                    result = self.meet(pointer, result, negated);
+                }
+                Some(result)
+            }
+            Shape::Ref(target) => {
+                let expanded = self.expand(pointer, &target)?;
+                let shape = self.complement(pointer, expanded);
+                self.expanding.pop();
+                shape
             }
         }
     }
@@ -494,6 +543,14 @@ impl Converter<'_> {
                 }
                 if !object.pattern_properties.is_empty() {
                     return Err("checking a constant against `patternProperties`".into());
+                }
+                let present = |name: &str| entries.contains_key(name);
+                if !object
+                    .presence
+                    .iter()
+                    .all(|condition| condition.holds(&present))
+                {
+                    return Ok(false);
                 }
                 for (name, item) in entries {
                     let shape = declared_or_additional(object, name);

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::convert::Converter;
 use crate::diagnostic::escape_pointer_token;
 use crate::numeric::{Bound, Decimal};
-use crate::shape::{Contains, Located, Shape, Typed, Types};
+use crate::shape::{Contains, Located, Presence, Shape, Typed, Types};
 
 impl Converter<'_> {
     /// The shape of the schema at `pointer` (read once, then remembered).
@@ -186,17 +186,64 @@ impl Converter<'_> {
                 _ => parts.push(self.one_of(pointer, branches)),
             }
         }
-        if object.contains_key("not") {
-            let negated = self.read(&child("not"));
-            parts.push(self.not(pointer, negated));
+        if let Some(negated) = object.get("not") {
+            // `not: {not: X}` is X.
+            if only_keyword(negated, "not").is_some() {
+                parts.push(self.read(&format!("{}/not", child("not"))));
+            } else {
+                let negated = self.read(&child("not"));
+                parts.push(self.not(pointer, negated));
+            }
+        }
+        // `dependentSchemas` (and draft-07's `dependencies` with a schema): if the property
+        // is present, the object also meets the schema.
+        for keyword in ["dependentSchemas", "dependencies"] {
+            let Some(Value::Object(entries)) = object.get(keyword) else {
+                continue;
+            };
+            for (name, value) in entries {
+                if value.is_array() {
+                    continue;
+                }
+                let schema = self.read(&format!(
+                    "{}/{}",
+                    child(keyword),
+                    escape_pointer_token(name)
+                ));
+                let present = Presence::Has(name.clone());
+                let absent = Presence::Not(Box::new(present.clone()));
+                let with = self.meet(pointer, Shape::presence(present, Types::NONE), schema);
+                parts.push(Shape::AnyOf(vec![
+                    Shape::presence(absent, Types::ALL),
+                    with,
+                ]));
+            }
         }
         if object.contains_key("if") && (object.contains_key("then") || object.contains_key("else"))
         {
-            self.unsupported(
-                pointer,
-                "if",
-                "`if`/`then`/`else` needs the negation of the `if` schema, which a grammar cannot express in general",
-            );
+            let condition = self.read(&child("if"));
+            let then = if object.contains_key("then") {
+                self.read(&child("then"))
+            } else {
+                Shape::Any
+            };
+            let otherwise = if object.contains_key("else") {
+                self.read(&child("else"))
+            } else {
+                Shape::Any
+            };
+            match self.complement(pointer, condition.clone()) {
+                Some(negated) => {
+                    let when = self.meet(pointer, condition, then);
+                    let unless = self.meet(pointer, negated, otherwise);
+                    parts.push(Shape::AnyOf(vec![when, unless]));
+                }
+                None => self.unsupported(
+                    pointer,
+                    "if",
+                    "`if`/`then`/`else` needs the negation of the `if` schema, which is not expressed in the grammar here",
+                ),
+            }
         }
         let mut shape = Shape::Any;
         for part in parts {
@@ -609,17 +656,24 @@ impl Converter<'_> {
         if let Some(value) = self.count(pointer, object, "maxProperties") {
             typed.object.max_properties = Some(value);
         }
-        for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
-            if object
-                .get(keyword)
-                .and_then(Value::as_object)
-                .is_some_and(|entries| !entries.is_empty())
-            {
-                self.unsupported(
-                    pointer,
-                    keyword,
-                    "a property that makes others required is not expressed in the grammar yet",
-                );
+        // `dependentRequired` (and draft-07's `dependencies` with a list): if the property is
+        // present, so are these.
+        for keyword in ["dependentRequired", "dependencies"] {
+            let Some(Value::Object(entries)) = object.get(keyword) else {
+                continue;
+            };
+            for (name, value) in entries {
+                if let Value::Array(names) = value {
+                    let required: Vec<Presence> = names
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|other| Presence::Has(other.to_string()))
+                        .collect();
+                    typed.object.presence.push(Presence::Any(vec![
+                        Presence::Not(Box::new(Presence::Has(name.clone()))),
+                        Presence::All(required),
+                    ]));
+                }
             }
         }
     }
@@ -696,5 +750,31 @@ fn inferred_types(object: &Map<String, Value>) -> Types {
         Types::STRING
     } else {
         Types::ALL
+    }
+}
+
+/// Keywords that carry no constraint, ignored when telling what a schema says.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "$comment",
+    "examples",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// The value of `keyword` when it is the only constraint of `schema`.
+fn only_keyword<'v>(schema: &'v Value, keyword: &str) -> Option<&'v Value> {
+    let object = schema.as_object()?;
+    let constraining = object
+        .keys()
+        .filter(|key| !ANNOTATIONS.contains(&key.as_str()) && !key.starts_with("x-"))
+        .count();
+    if constraining == 1 {
+        object.get(keyword)
+    } else {
+        None
     }
 }

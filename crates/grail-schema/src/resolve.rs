@@ -68,15 +68,43 @@ impl ResourceIndex {
                 index.bases.insert(String::new(), base.clone());
             }
             for (key, child) in object {
-                // Keywords whose values are not schemas hold no identifiers.
-                if matches!(key.as_str(), "enum" | "const" | "examples" | "default") {
-                    continue;
+                let child_pointer = format!("{pointer}/{}", escape_pointer_token(key));
+                match key.as_str() {
+                    // Keywords holding a map of schemas.
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" | "dependencies" => {
+                        if let Value::Object(members) = child {
+                            for (name, member) in members {
+                                pending.push((
+                                    member,
+                                    format!("{child_pointer}/{}", escape_pointer_token(name)),
+                                    base.clone(),
+                                ));
+                            }
+                        }
+                    }
+                    // Keywords holding a schema or a list of schemas.
+                    "items"
+                    | "prefixItems"
+                    | "allOf"
+                    | "anyOf"
+                    | "oneOf"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "additionalProperties"
+                    | "additionalItems"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "unevaluatedItems"
+                    | "contentSchema" => {
+                        pending.push((child, child_pointer, base.clone()));
+                    }
+                    // Anything else is not a schema: identifiers inside it are not ones.
+                    _ => {}
                 }
-                pending.push((
-                    child,
-                    format!("{pointer}/{}", escape_pointer_token(key)),
-                    base.clone(),
-                ));
             }
         }
         index

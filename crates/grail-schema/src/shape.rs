@@ -210,6 +210,56 @@ pub struct ObjectRules {
     pub min_properties: u64,
     /// Greatest number of properties.
     pub max_properties: Option<u64>,
+    /// Conditions on which properties are present (`dependentRequired`, `not` of
+    /// `required`, `oneOf` of `required`, ...), all of which must hold.
+    pub presence: Vec<Presence>,
+}
+
+/// A condition on which properties of an object are present.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presence {
+    /// The property is present.
+    Has(String),
+    /// The condition does not hold.
+    Not(Box<Presence>),
+    /// Every condition holds (true when there are none).
+    All(Vec<Presence>),
+    /// Some condition holds (false when there are none).
+    Any(Vec<Presence>),
+    /// Exactly one condition holds.
+    ExactlyOne(Vec<Presence>),
+}
+
+impl Presence {
+    /// Whether the condition holds when exactly the names `present` says are present.
+    pub fn holds(&self, present: &dyn Fn(&str) -> bool) -> bool {
+        match self {
+            Presence::Has(name) => present(name),
+            Presence::Not(inner) => !inner.holds(present),
+            Presence::All(items) => items.iter().all(|item| item.holds(present)),
+            Presence::Any(items) => items.iter().any(|item| item.holds(present)),
+            Presence::ExactlyOne(items) => {
+                items.iter().filter(|item| item.holds(present)).count() == 1
+            }
+        }
+    }
+
+    /// Every name the condition mentions, added to `names` once each.
+    pub fn names(&self, names: &mut Vec<String>) {
+        match self {
+            Presence::Has(name) => {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+            Presence::Not(inner) => inner.names(names),
+            Presence::All(items) | Presence::Any(items) | Presence::ExactlyOne(items) => {
+                for item in items {
+                    item.names(names);
+                }
+            }
+        }
+    }
 }
 
 impl Default for ObjectRules {
@@ -222,6 +272,7 @@ impl Default for ObjectRules {
             property_names: None,
             min_properties: 0,
             max_properties: None,
+            presence: Vec::new(),
         }
     }
 }
@@ -265,11 +316,40 @@ impl Typed {
             && object.property_names.is_none()
             && object.min_properties == 0
             && object.max_properties.is_none()
+            && object.presence.is_empty()
             && self.excluded.is_empty()
     }
 }
 
+impl Typed {
+    /// True when the only constraints are on which properties objects have (`required`,
+    /// presence conditions): the condition they set on objects, and the types allowed.
+    pub fn presence_only(&self) -> Option<Presence> {
+        let mut bare = self.clone();
+        bare.object.required.clear();
+        bare.object.presence.clear();
+        if !bare.is_unconstrained() {
+            return None;
+        }
+        let mut conditions: Vec<Presence> = self
+            .object
+            .required
+            .iter()
+            .map(|name| Presence::Has(name.clone()))
+            .collect();
+        conditions.extend(self.object.presence.iter().cloned());
+        Some(Presence::All(conditions))
+    }
+}
+
 impl Shape {
+    /// Objects (and the values of `other_types`) meeting a presence condition.
+    pub fn presence(condition: Presence, other_types: Types) -> Shape {
+        let mut typed = Typed::of_types(other_types.union(Types::OBJECT));
+        typed.object.presence.push(condition);
+        Shape::typed(typed)
+    }
+
     /// A shape of one constrained type set.
     pub fn typed(typed: Typed) -> Shape {
         Shape::Typed(Box::new(typed))
