@@ -66,6 +66,16 @@ fn every_known_grammar_formats_to_a_fixed_point() {
     for directory in directories {
         for file in gbnf_files(&directory) {
             let source = std::fs::read_to_string(&file).unwrap();
+            if source.contains('\0') {
+                // A NUL byte is only a warning under `--target llama.cpp` (llama.cpp stops
+                // reading there); to Grail's parser it is an error, so fmt refuses it.
+                assert!(
+                    format_verified(&source).is_err(),
+                    "{}: formatted a grammar with a NUL byte",
+                    file.display()
+                );
+                continue;
+            }
             format_checked(&file.display().to_string(), &source);
             count += 1;
         }

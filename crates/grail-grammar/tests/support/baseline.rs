@@ -24,3 +24,22 @@ pub fn check_against_baseline(baseline_path: &Path, passing: &BTreeSet<String>) 
         "regressions against the baseline: {regressions:#?}"
     );
 }
+
+/// Like [`check_against_baseline`] for a run over part of a corpus: only the baseline's
+/// entries among `ran` are compared, and the baseline is never rewritten.
+#[allow(dead_code)] // Not every runner that includes this file runs a subset.
+pub fn check_subset_against_baseline(
+    baseline_path: &Path,
+    ran: &BTreeSet<String>,
+    passing: &BTreeSet<String>,
+) {
+    let baseline = std::fs::read_to_string(baseline_path).unwrap_or_default();
+    let regressions: Vec<&str> = baseline
+        .lines()
+        .filter(|id| ran.contains(*id) && !passing.contains(*id))
+        .collect();
+    assert!(
+        regressions.is_empty(),
+        "regressions against the baseline: {regressions:#?}"
+    );
+}
