@@ -32,6 +32,14 @@ pub struct SchemaArgs {
     /// schema's.
     #[arg(long)]
     pub any_order: bool,
+    /// The text between items and between properties: `,` or with JSON whitespace
+    /// around it (`, ` as Python's json.dumps writes it).
+    #[arg(long, default_value = ",", value_name = "TEXT")]
+    pub item_separator: String,
+    /// The text between a key and its value: `:` or with JSON whitespace around it
+    /// (`: `).
+    #[arg(long, default_value = ":", value_name = "TEXT")]
+    pub key_separator: String,
     /// Whether objects without `additionalProperties` take undeclared properties (the
     /// specification: true; llama.cpp: false).
     #[arg(long, value_name = "BOOL")]
@@ -77,6 +85,8 @@ impl SchemaArgs {
         if self.any_order {
             options.key_order = KeyOrder::Any;
         }
+        options.item_separator = self.item_separator.clone();
+        options.key_separator = self.key_separator.clone();
         if let Some(additional) = self.additional_properties {
             options.additional_properties_default = additional;
         }

@@ -113,6 +113,16 @@ impl Converter<'_> {
         rule
     }
 
+    /// The text between items and between properties ([`crate::SchemaOptions::item_separator`]).
+    pub fn item_separator(&self) -> Expr {
+        Expr::literal(self.options.item_separator.clone())
+    }
+
+    /// The text between a key and its value ([`crate::SchemaOptions::key_separator`]).
+    pub fn key_separator(&self) -> Expr {
+        Expr::literal(self.options.key_separator.clone())
+    }
+
     /// The whitespace allowed between tokens.
     pub fn space(&mut self) -> Expr {
         match self.options.whitespace {
@@ -163,13 +173,13 @@ impl Converter<'_> {
                 let space = self.space();
                 let string = self.primitive(Primitive::String);
                 let value = self.primitive(Primitive::Value);
-                let pair = Expr::sequence([string, Expr::literal(":"), space.clone(), value]);
+                let pair = Expr::sequence([string, self.key_separator(), space.clone(), value]);
                 Expr::sequence([
                     Expr::literal("{"),
                     space.clone(),
                     Expr::sequence([
                         pair.clone(),
-                        Expr::sequence([Expr::literal(","), space.clone(), pair]).zero_or_more(),
+                        Expr::sequence([self.item_separator(), space.clone(), pair]).zero_or_more(),
                     ])
                     .optional(),
                     space,
@@ -248,7 +258,7 @@ impl Converter<'_> {
             return Some(Expr::Empty);
         }
         let space = self.space();
-        let rest = Expr::sequence([Expr::literal(","), space, item.clone()]);
+        let rest = Expr::sequence([self.item_separator(), space, item.clone()]);
         let rest_min = min.saturating_sub(1);
         let rest_max = max.map(|max| max - 1);
         let list = Expr::sequence([item, self.repeat(rest, rest_min, rest_max)]);
@@ -321,7 +331,7 @@ impl Converter<'_> {
                 let mut parts = vec![Expr::literal("["), space.clone()];
                 for (position, item) in items.iter().enumerate() {
                     if position > 0 {
-                        parts.extend([Expr::literal(","), space.clone()]);
+                        parts.extend([self.item_separator(), space.clone()]);
                     }
                     parts.push(self.value_text(item));
                 }
@@ -333,14 +343,14 @@ impl Converter<'_> {
                 let mut parts = vec![Expr::literal("{"), space.clone()];
                 for (position, (key, item)) in entries.iter().enumerate() {
                     if position > 0 {
-                        parts.extend([Expr::literal(","), space.clone()]);
+                        parts.extend([self.item_separator(), space.clone()]);
                     }
                     parts.extend([
                         Expr::literal("\""),
                         encoded_text(key),
                         Expr::literal("\""),
                         space.clone(),
-                        Expr::literal(":"),
+                        self.key_separator(),
                         space.clone(),
                     ]);
                     parts.push(self.value_text(item));

@@ -84,7 +84,7 @@ impl Converter<'_> {
         max: Option<u64>,
     ) -> Expr {
         let space = self.space();
-        let separator = Expr::sequence([Expr::literal(","), space]);
+        let separator = Expr::sequence([self.item_separator(), space]);
         let count = prefix.len() as u64;
         // The tail after the prefix: `("," item){a,b}`.
         let tail = match &item {
@@ -154,7 +154,7 @@ impl Converter<'_> {
         let item = self.emit_as_rule(&item_shape, &format!("{name}-item"));
         let matching = self.emit_as_rule(&matching_shape, &format!("{name}-contains"));
         let space = self.space();
-        let separator = Expr::sequence([Expr::literal(","), space]);
+        let separator = Expr::sequence([self.item_separator(), space]);
         let others = Expr::sequence([item.clone(), separator.clone()]).zero_or_more();
         let after = Expr::sequence([separator.clone(), item]).zero_or_more();
         // others* matching ("," others* matching){needed-1} ("," item)*

@@ -1,5 +1,6 @@
 //! Objects: declared properties in schema order (required ones first, as llama.cpp does),
-//! then optional ones in order, then additional ones; `minProperties`/`maxProperties`
+//! then optional ones in order, then additional ones (or, with [`KeyOrder::Any`], all of
+//! them in any order, for small objects); `minProperties`/`maxProperties`
 //! counted along the way; `patternProperties` and `propertyNames` where they reduce to a
 //! key grammar.
 //!
@@ -12,10 +13,13 @@ use std::collections::HashMap;
 
 use grail_grammar::{Expr, RuleId};
 
+use crate::char_automaton::{AutomatonError, CharDfa};
 use crate::convert::Converter;
+use crate::diagnostic::{SchemaDiagnostic, Severity};
 use crate::emit_string::{excluding, excluding_llama};
 use crate::json_text::encoded_text;
-use crate::shape::{ObjectRules, Presence, Shape, Typed};
+use crate::options::KeyOrder;
+use crate::shape::{KeySet, ObjectRules, Presence, Shape, Typed};
 
 /// One declared property, ready to write.
 struct Slot {
@@ -42,6 +46,37 @@ struct Layout {
 /// Most property names presence conditions may mention in one object (the grammar has a
 /// state for each combination of them).
 const MAX_TRACKED_NAMES: usize = 12;
+
+/// Most key rules (`patternProperties` and what intersections make of
+/// `additionalProperties`) on one object: keys are told apart by which rules cover them,
+/// one kind of key per combination.
+const MAX_KEY_RULES: usize = 6;
+
+/// Most states (sets of written properties × counts) of one object's grammar in any key
+/// order; larger objects keep the schema's order.
+const MAX_ANY_ORDER_STATES: u64 = 4096;
+
+/// A key rule as an automaton over property names.
+struct KeyLanguage {
+    /// The names the rule covers.
+    language: CharDfa,
+    /// What their values must be.
+    shape: Shape,
+    /// The rule's index among the object's key rules (`None` for the entry that only
+    /// carries `propertyNames`).
+    rule_index: Option<usize>,
+    /// True for `patternProperties` (false for an `additionalProperties` rule).
+    is_pattern: bool,
+    /// `propertyNames`: the names allowed at all.
+    names: Option<CharDfa>,
+}
+
+impl KeyLanguage {
+    /// Whether the rule covers a declared (or required) name.
+    fn covers_declared_name(&self, name: &str) -> bool {
+        self.rule_index.is_some() && self.language.matches(name)
+    }
+}
 
 impl Converter<'_> {
     /// The objects `typed` allows; `None` when none.
@@ -71,24 +106,7 @@ impl Converter<'_> {
 
     fn layout(&mut self, rules: &ObjectRules, name: &str) -> Option<Layout> {
         let space = self.space();
-        if let Some(names) = &rules.property_names
-            && names.value != Shape::Any
-        {
-            let (pointer, keyword) = (names.pointer.clone(), names.keyword);
-            self.unsupported(
-                &pointer,
-                keyword,
-                "`propertyNames` is not expressed in the grammar yet",
-            );
-        }
-        if let Some((pattern, _)) = rules.pattern_properties.first() {
-            let (pointer, keyword) = (pattern.pointer.clone(), pattern.keyword);
-            self.unsupported(
-                &pointer,
-                keyword,
-                "`patternProperties` is not expressed in the grammar yet",
-            );
-        }
+        let keys = self.key_languages(rules)?;
         let mut tracked: Vec<String> = Vec::new();
         for condition in &rules.presence {
             condition.names(&mut tracked);
@@ -110,12 +128,58 @@ impl Converter<'_> {
                 .position(|known| known == property)
                 .map(|bit| bit as u32)
         };
+        // Every name written as a slot: declared ones, then required and tracked ones the
+        // schema does not declare (their value is what the key rules or the additional
+        // schema say).
+        let mut named: Vec<(String, Shape, bool)> = rules
+            .properties
+            .iter()
+            .map(|(property, shape)| {
+                (
+                    property.clone(),
+                    shape.clone(),
+                    rules.required.contains(property),
+                )
+            })
+            .collect();
+        for property in rules.required.iter().chain(&tracked) {
+            if !named.iter().any(|(known, _, _)| known == property) {
+                named.push((
+                    property.clone(),
+                    Shape::Any,
+                    rules.required.contains(property),
+                ));
+            }
+        }
+        let declared: Vec<String> = rules
+            .properties
+            .iter()
+            .map(|(property, _)| property.clone())
+            .collect();
         let mut slots = Vec::new();
-        let mut declared: Vec<String> = Vec::new();
-        for (property, shape) in &rules.properties {
-            declared.push(property.clone());
-            let required = rules.required.contains(property);
-            if *shape == Shape::Never {
+        let mut written: Vec<String> = Vec::new();
+        for (property, declared_shape, required) in named {
+            // A name the slots govern is never an additional property, even when nothing
+            // may be its value.
+            written.push(property.clone());
+            let mut shape = if declared.contains(&property) {
+                declared_shape
+            } else if keys.iter().any(|key| key.covers_declared_name(&property)) {
+                Shape::Any
+            } else {
+                rules.additional.clone()
+            };
+            for key in &keys {
+                if key.rule_index.is_some() && key.covers_declared_name(&property) {
+                    shape = self.meet("", shape, key.shape.clone());
+                }
+            }
+            if let Some(names) = &keys.first().and_then(|key| key.names.clone())
+                && !names.matches(&property)
+            {
+                shape = Shape::Never;
+            }
+            if shape == Shape::Never {
                 if required {
                     return None;
                 }
@@ -126,11 +190,11 @@ impl Converter<'_> {
             } else {
                 format!("{name}-{property}")
             };
-            let value = self.emit_as_rule(shape, &value_name);
+            let value = self.emit_as_rule(&shape, &value_name);
             let pair = Expr::sequence([
-                key_literal(property),
+                key_literal(&property),
                 space.clone(),
-                Expr::literal(":"),
+                self.key_separator(),
                 space.clone(),
                 value,
             ]);
@@ -138,74 +202,12 @@ impl Converter<'_> {
             slots.push(Slot {
                 pair,
                 required,
-                tracked: bit_of(property),
-            });
-        }
-        // Required names the schema does not declare take the additional schema, and so do
-        // the names presence conditions mention (as optional properties).
-        let mut undeclared: Vec<(String, bool)> = rules
-            .required
-            .iter()
-            .map(|property| (property.clone(), true))
-            .collect();
-        for property in &tracked {
-            if !rules.required.contains(property) {
-                undeclared.push((property.clone(), false));
-            }
-        }
-        for (property, required) in &undeclared {
-            let (property, required) = (property, *required);
-            if declared.contains(property) {
-                continue;
-            }
-            if rules.additional == Shape::Never {
-                if required {
-                    return None;
-                }
-                continue;
-            }
-            declared.push(property.clone());
-            let value = self.emit_as_rule(&rules.additional, &format!("{name}-{property}"));
-            let pair = Expr::sequence([
-                key_literal(property),
-                space.clone(),
-                Expr::literal(":"),
-                space.clone(),
-                value,
-            ]);
-            slots.push(Slot {
-                pair,
-                required,
-                tracked: bit_of(property),
+                tracked: bit_of(&property),
             });
         }
         // Required properties first, in schema order, then the optional ones.
         slots.sort_by_key(|slot| !slot.required);
-        let additional = if rules.additional == Shape::Never {
-            None
-        } else {
-            let value_name = if name == "root" {
-                "additional".to_string()
-            } else {
-                format!("{name}-additional")
-            };
-            let value = self.emit_as_rule(&rules.additional, &value_name);
-            let key = if declared.is_empty() {
-                self.primitive(crate::emit::Primitive::String)
-            } else {
-                let others = if self.options.llama_dialect() {
-                    let char = self.primitive(crate::emit::Primitive::Char);
-                    excluding_llama(&declared, &char)
-                } else {
-                    let any = self.primitive(crate::emit::Primitive::CanonicalChar);
-                    excluding(&declared, &any)
-                };
-                let others = self.wrap_rule(others, &format!("{value_name}-k"));
-                Expr::sequence([Expr::literal("\""), others, Expr::literal("\"")])
-            };
-            let pair = Expr::sequence([key, Expr::literal(":"), space.clone(), value]);
-            Some(self.wrap_rule(pair, &format!("{value_name}-kv")))
-        };
+        let additional = self.additional_pairs(rules, &keys, &written, name)?;
         Some(Layout {
             slots,
             additional,
@@ -216,6 +218,224 @@ impl Converter<'_> {
         })
     }
 
+    /// `key ":" space value` for the properties the slots do not write, as one choice
+    /// per kind of key (which key rules cover it); `None` inside when no such property
+    /// may appear. The outer `None` when the object cannot be written.
+    fn additional_pairs(
+        &mut self,
+        rules: &ObjectRules,
+        keys: &[KeyLanguage],
+        written: &[String],
+        name: &str,
+    ) -> Option<Option<Expr>> {
+        let space = self.space();
+        let value_name = if name == "root" {
+            "additional".to_string()
+        } else {
+            format!("{name}-additional")
+        };
+        if keys.is_empty() {
+            // No key rules: any other key takes the additional schema.
+            if rules.additional == Shape::Never {
+                return Some(None);
+            }
+            let value = self.emit_as_rule(&rules.additional, &value_name);
+            let key = if written.is_empty() {
+                self.primitive(crate::emit::Primitive::String)
+            } else {
+                let others = if self.options.llama_dialect() {
+                    let char = self.primitive(crate::emit::Primitive::Char);
+                    excluding_llama(written, &char)
+                } else {
+                    let any = self.primitive(crate::emit::Primitive::CanonicalChar);
+                    excluding(written, &any)
+                };
+                let others = self.wrap_rule(others, &format!("{value_name}-k"));
+                Expr::sequence([Expr::literal("\""), others, Expr::literal("\"")])
+            };
+            let pair = Expr::sequence([key, self.key_separator(), space, value]);
+            return Some(Some(self.wrap_rule(pair, &format!("{value_name}-kv"))));
+        }
+        // With key rules: one kind of key per set of rules covering it.
+        let names = keys[0].names.clone();
+        let rule_keys: Vec<&KeyLanguage> =
+            keys.iter().filter(|key| key.rule_index.is_some()).collect();
+        if rule_keys.len() > MAX_KEY_RULES {
+            let origin = rules.key_rules[0].origin.clone();
+            self.unsupported(
+                &origin.pointer,
+                origin.keyword,
+                format!(
+                    "{} rules on property names meet here; at most {MAX_KEY_RULES} are expressed",
+                    rule_keys.len()
+                ),
+            );
+            return Some(None);
+        }
+        let not_written =
+            match CharDfa::from_strings(&written.iter().map(String::as_str).collect::<Vec<_>>()) {
+                Ok(automaton) => automaton.complement(),
+                Err(error) => return self.key_failure(rules, error),
+            };
+        let mut choices = Vec::new();
+        for subset in 0u32..(1 << rule_keys.len()) {
+            let mut language = match &names {
+                Some(names) => match names.intersection(&not_written) {
+                    Ok(language) => language,
+                    Err(error) => return self.key_failure(rules, error),
+                },
+                None => not_written.clone(),
+            };
+            let mut shape = Shape::Any;
+            let mut any_rule = false;
+            for (bit, key) in rule_keys.iter().enumerate() {
+                let step = if subset & (1 << bit) != 0 {
+                    any_rule |= key.is_pattern;
+                    shape = self.meet("", shape, key.shape.clone());
+                    language.intersection(&key.language)
+                } else {
+                    language.difference(&key.language)
+                };
+                language = match step {
+                    Ok(language) => language,
+                    Err(error) => return self.key_failure(rules, error),
+                };
+                if language.is_empty() {
+                    break;
+                }
+            }
+            if language.is_empty() {
+                continue;
+            }
+            if !any_rule {
+                shape = self.meet("", shape, rules.additional.clone());
+            }
+            if shape == Shape::Never {
+                continue;
+            }
+            let limit = self.options.limits.max_string_states;
+            if language.state_count() > limit {
+                return self.key_failure(
+                    rules,
+                    AutomatonError::TooLarge {
+                        states: language.state_count(),
+                        limit,
+                    },
+                );
+            }
+            let kind_name = format!("{value_name}-{}", choices.len());
+            let key = match language.to_expr(&mut self.builder, &format!("{kind_name}-k")) {
+                Ok(key) => key,
+                Err(_) => return None,
+            };
+            let value = self.emit_as_rule(&shape, &kind_name);
+            let pair = Expr::sequence([
+                Expr::literal("\""),
+                key,
+                Expr::literal("\""),
+                space.clone(),
+                self.key_separator(),
+                space.clone(),
+                value,
+            ]);
+            choices.push(self.wrap_rule(pair, &format!("{kind_name}-kv")));
+        }
+        Some(match choices.len() {
+            0 => None,
+            1 => choices.pop(),
+            _ => Some(self.wrap_rule(Expr::Choice(choices), &format!("{value_name}-kv"))),
+        })
+    }
+
+    fn key_failure(&mut self, rules: &ObjectRules, error: AutomatonError) -> Option<Option<Expr>> {
+        let (pointer, keyword) = rules
+            .key_rules
+            .first()
+            .map(|rule| (rule.origin.pointer.clone(), rule.origin.keyword))
+            .or_else(|| {
+                rules
+                    .property_names
+                    .as_ref()
+                    .map(|names| (names.pointer.clone(), names.keyword))
+            })
+            .unwrap_or_default();
+        self.unsupported(
+            &pointer,
+            keyword,
+            format!("the property names it allows: {error}"),
+        );
+        Some(None)
+    }
+
+    /// The key rules (and `propertyNames`) as automata over names; empty when the object
+    /// has neither. The first entry carries the `propertyNames` language, if any.
+    fn key_languages(&mut self, rules: &ObjectRules) -> Option<Vec<KeyLanguage>> {
+        let names = match &rules.property_names {
+            Some(names) if names.value != Shape::Any => match self.string_language(&names.value) {
+                Some(language) => Some(language),
+                None => {
+                    let (pointer, keyword) = (names.pointer.clone(), names.keyword);
+                    self.unsupported(
+                            &pointer,
+                            keyword,
+                            "only `propertyNames` made of string constraints (`pattern`, lengths, `enum`) are expressed",
+                        );
+                    None
+                }
+            },
+            _ => None,
+        };
+        if rules.key_rules.is_empty() && names.is_none() {
+            return Some(Vec::new());
+        }
+        let mut keys = Vec::new();
+        for (index, rule) in rules.key_rules.iter().enumerate() {
+            let language = match &rule.keys {
+                KeySet::Pattern(pattern) => CharDfa::from_pattern(pattern),
+                KeySet::NoneOf { patterns, names } => {
+                    let mut covered = CharDfa::from_strings(
+                        &names.iter().map(String::as_str).collect::<Vec<_>>(),
+                    );
+                    for pattern in patterns {
+                        covered = covered.and_then(|covered| {
+                            CharDfa::from_pattern(pattern)
+                                .and_then(|language| covered.union(&language))
+                        });
+                    }
+                    covered.map(|covered| covered.complement())
+                }
+            };
+            match language {
+                Ok(language) => keys.push(KeyLanguage {
+                    language,
+                    shape: rule.shape.clone(),
+                    rule_index: Some(index),
+                    is_pattern: matches!(rule.keys, KeySet::Pattern(_)),
+                    names: names.clone(),
+                }),
+                Err(error) => {
+                    let (pointer, keyword) = (rule.origin.pointer.clone(), rule.origin.keyword);
+                    self.unsupported(
+                        &pointer,
+                        keyword,
+                        format!("the property names it covers: {error}"),
+                    );
+                }
+            }
+        }
+        if keys.is_empty() {
+            // Only `propertyNames`: one entry carrying it.
+            keys.push(KeyLanguage {
+                language: CharDfa::everything(),
+                shape: Shape::Any,
+                rule_index: None,
+                is_pattern: false,
+                names,
+            });
+        }
+        Some(keys)
+    }
+
     /// What goes between the braces.
     fn object_body(&mut self, layout: &Layout, name: &str) -> Expr {
         // Counts above the cap behave alike: past the maximum (dead), or at least the
@@ -224,8 +444,105 @@ impl Converter<'_> {
             Some(max) => max + 1,
             None => layout.min.max(1),
         };
+        // Without declared properties, the schema's order is every order.
+        if self.options.key_order == KeyOrder::Any && !layout.slots.is_empty() {
+            let limit = self.options.limits.max_any_order_properties;
+            let states = (1u64 << layout.slots.len().min(63)).saturating_mul(cap + 1);
+            if layout.slots.len() <= limit && states <= MAX_ANY_ORDER_STATES {
+                let mut memo = HashMap::new();
+                return self.rest_any_order(layout, (0, 0), cap, name, &mut memo);
+            }
+            self.diagnostics.push(SchemaDiagnostic::new(
+                Severity::Note,
+                "key-order-schema",
+                "",
+                None,
+                format!(
+                    "the object of rule `{name}` declares {} properties (any order is written for at most {limit}, and {MAX_ANY_ORDER_STATES} states of its grammar); its properties keep the schema's order",
+                    layout.slots.len()
+                ),
+            ));
+        }
         let mut memo: HashMap<(usize, u64, u32), RuleId> = HashMap::new();
         self.rest(layout, (0, 0, 0), cap, name, &mut memo)
+    }
+
+    /// [`KeyOrder::Any`]: what may follow in `state` = (the slots written so far as bits,
+    /// the properties written so far capped at `cap`). Declared and additional properties
+    /// come in any order; each declared one at most once.
+    fn rest_any_order(
+        &mut self,
+        layout: &Layout,
+        state: (u64, u64),
+        cap: u64,
+        name: &str,
+        memo: &mut HashMap<(u64, u64), RuleId>,
+    ) -> Expr {
+        if let Some(&rule) = memo.get(&state) {
+            return Expr::Rule(rule);
+        }
+        let (written, count) = state;
+        if layout.max.is_some_and(|max| count > max) {
+            return Expr::Choice(Vec::new());
+        }
+        // Declare first, so that paths back to this state (additional properties) find it.
+        let rule = (state != (0, 0)).then(|| {
+            let rule = self.declare(&format!("{name}-rest"));
+            memo.insert(state, rule);
+            rule
+        });
+        let space = self.space();
+        let separator = if count == 0 {
+            Expr::Empty
+        } else {
+            Expr::sequence([self.item_separator(), space.clone()])
+        };
+        let next_count = (count + 1).min(cap);
+        let mut choices = Vec::new();
+        for (index, slot) in layout.slots.iter().enumerate() {
+            if written & (1 << index) != 0 {
+                continue;
+            }
+            let then =
+                self.rest_any_order(layout, (written | 1 << index, next_count), cap, name, memo);
+            choices.push(Expr::sequence([separator.clone(), slot.pair.clone(), then]));
+        }
+        if let Some(pair) = &layout.additional {
+            let then = self.rest_any_order(layout, (written, next_count), cap, name, memo);
+            choices.push(Expr::sequence([separator.clone(), pair.clone(), then]));
+        }
+        let all_required = layout
+            .slots
+            .iter()
+            .enumerate()
+            .all(|(index, slot)| !slot.required || written & (1 << index) != 0);
+        let bits = layout
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| written & (1 << index) != 0)
+            .filter_map(|(_, slot)| slot.tracked)
+            .fold(0u32, |bits, bit| bits | 1 << bit);
+        let conditions_hold = layout.presence.iter().all(|condition| {
+            condition.holds(&|property: &str| {
+                layout
+                    .tracked
+                    .iter()
+                    .position(|known| known == property)
+                    .is_some_and(|bit| bits & (1 << bit) != 0)
+            })
+        });
+        if all_required && conditions_hold && count >= layout.min {
+            choices.push(Expr::Empty);
+        }
+        let expr = Expr::Choice(choices);
+        match rule {
+            None => expr,
+            Some(rule) => {
+                self.builder.define(rule, expr).expect("new rule");
+                Expr::Rule(rule)
+            }
+        }
     }
 
     /// What may follow in `state` = (the next slot, the properties written so far capped at
@@ -247,7 +564,7 @@ impl Converter<'_> {
             if count == 0 {
                 Expr::Empty
             } else {
-                Expr::sequence([Expr::literal(","), space.clone()])
+                Expr::sequence([self.item_separator(), space.clone()])
             }
         };
         let conditions_hold = layout.presence.iter().all(|condition| {
@@ -283,14 +600,14 @@ impl Converter<'_> {
                     } else if count == 0 {
                         // pair ("," pair){least-1, most-1}, optional when least is 0.
                         let more =
-                            Expr::sequence([Expr::literal(","), space.clone(), pair.clone()]);
+                            Expr::sequence([self.item_separator(), space.clone(), pair.clone()]);
                         let tail =
                             self.repeat(more, least.saturating_sub(1), most.map(|most| most - 1));
                         let list = Expr::sequence([pair.clone(), tail]);
                         if least == 0 { list.optional() } else { list }
                     } else {
                         let more =
-                            Expr::sequence([Expr::literal(","), space.clone(), pair.clone()]);
+                            Expr::sequence([self.item_separator(), space.clone(), pair.clone()]);
                         self.repeat(more, least, most)
                     }
                 }

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use grail_grammar::{CharSet, Expr};
 use serde_json::Value;
 
+use crate::char_automaton::CharDfa;
 use crate::convert::Converter;
 use crate::emit::Primitive;
 use crate::format::{FormatGrammar, format_grammar, format_superset};
 use crate::json_text::{encoded_char, encoded_set};
 use crate::pattern::{pattern_char_lengths, pattern_expr};
-use crate::shape::Typed;
+use crate::shape::{Shape, Typed, Types};
 
 impl Converter<'_> {
     /// The strings `typed` allows, with their quotes; `None` when none.
@@ -34,124 +35,231 @@ impl Converter<'_> {
             .filter(|format| !matches!(format_grammar(&format.value), FormatGrammar::Annotation))
             .cloned()
             .collect();
-        let constrained = !formats.is_empty() || !rules.patterns.is_empty();
-        if constrained && !excluded.is_empty() {
-            let located = typed.excluded[0].clone();
-            self.unsupported(
-                &located.pointer,
-                located.keyword,
-                "excluding strings by value beside `pattern` or `format` is not expressed in the grammar",
-            );
-        }
-        if formats.len() + rules.patterns.len() > 1 {
-            let located = formats
-                .get(1)
-                .or(rules.patterns.get(usize::from(!formats.is_empty())))
-                .or(rules.patterns.first())
-                .cloned()
-                .expect("two or more");
-            self.unsupported(
-                &located.pointer,
-                located.keyword,
-                "a string must match several patterns or formats at once; a grammar cannot intersect them here",
-            );
-        }
         if let Some(format) = formats.first() {
-            if min > 0 || max.is_some() {
+            let alone = formats.len() == 1
+                && rules.patterns.is_empty()
+                && rules.forbidden.is_empty()
+                && excluded.is_empty()
+                && min == 0
+                && max.is_none();
+            if !alone {
                 self.unsupported(
                     &format.pointer,
                     format.keyword,
-                    "`minLength`/`maxLength` beside `format` are not expressed in the grammar",
+                    "`format` beside other string constraints (another format, `pattern`, lengths, excluded values) is not expressed in the grammar",
                 );
             }
-            if self.options.llama_dialect()
-                && let Some(expr) = crate::format_llama::llama_format(&format.value)
-            {
-                let body = self.wrap_rule(expr, &format.value);
-                return Some(quoted(body));
-            }
-            return match format_grammar(&format.value) {
-                FormatGrammar::Exact(expr) => {
-                    let body = self.wrap_rule(expr, &format.value);
-                    Some(quoted(body))
-                }
-                FormatGrammar::Unsupported(reason) => {
-                    let (pointer, keyword) = (format.pointer.clone(), format.keyword);
-                    self.unsupported(
-                        &pointer,
-                        keyword,
-                        format!("format `{}`: {reason}", format.value),
-                    );
-                    // Lenient: the closest superset there is.
-                    Some(match format_superset(&format.value) {
-                        Some(superset) => {
-                            let body =
-                                self.wrap_rule(superset, &format!("{}-superset", format.value));
-                            quoted(body)
-                        }
-                        None => self.primitive(Primitive::String),
-                    })
-                }
-                FormatGrammar::Annotation => unreachable!("filtered above"),
-            };
+            return Some(self.format(format));
         }
-        if let Some(pattern) = rules.patterns.first() {
-            let (pointer, keyword) = (pattern.pointer.clone(), pattern.keyword);
-            // llama.cpp reads a pattern as a match of the whole string.
-            let written = if self.options.llama_dialect() {
-                format!("^(?:{})$", pattern.value)
-            } else {
-                pattern.value.clone()
-            };
-            let expr = match pattern_expr(&written) {
-                Ok(expr) => expr,
-                Err(error) => {
-                    self.unsupported(
-                        &pointer,
-                        keyword,
-                        format!("pattern `{}`: {error}", pattern.value),
-                    );
-                    return Some(self.primitive(Primitive::String));
-                }
-            };
-            if min > 0 || max.is_some() {
-                let implied = match pattern_char_lengths(&pattern.value) {
-                    Ok((least, most)) => {
-                        least >= min && max.is_none_or(|max| most.is_some_and(|most| most <= max))
-                    }
-                    Err(_) => false,
-                };
-                if !implied {
-                    self.unsupported(
-                        &pointer,
-                        "maxLength",
-                        "`minLength`/`maxLength` beside a `pattern` that allows other lengths are not expressed in the grammar",
-                    );
-                }
+        let plain_lengths =
+            rules.patterns.is_empty() && rules.forbidden.is_empty() && excluded.is_empty();
+        if plain_lengths {
+            if min == 0 && max.is_none() {
+                return Some(self.primitive(Primitive::String));
             }
-            let body = self.wrap_rule(expr, &format!("{name}-pattern"));
+            let char = self.primitive(Primitive::Char);
+            let body = self.repeat(char, min, max);
             return Some(quoted(body));
         }
-        if !excluded.is_empty() {
-            if min > 0 || max.is_some() {
-                let located = typed.excluded[0].clone();
-                self.unsupported(
-                    &located.pointer,
-                    located.keyword,
-                    "excluding strings by value beside `minLength`/`maxLength` is not expressed in the grammar",
-                );
+        // One pattern whose lengths the bounds allow: the pattern's own grammar.
+        if let [pattern] = rules.patterns.as_slice()
+            && rules.forbidden.is_empty()
+            && excluded.is_empty()
+        {
+            let lengths_implied = min == 0 && max.is_none()
+                || pattern_char_lengths(&pattern.value).is_ok_and(|(least, most)| {
+                    least >= min && max.is_none_or(|max| most.is_some_and(|most| most <= max))
+                });
+            if lengths_implied {
+                return Some(self.pattern(pattern, name));
             }
+        }
+        // Only excluded values: a trie of them.
+        if rules.patterns.is_empty() && rules.forbidden.is_empty() && min == 0 && max.is_none() {
             let any = self.primitive(Primitive::CanonicalChar);
             let body = excluding(&excluded, &any);
             let body = self.wrap_rule(body, &format!("{name}-other"));
             return Some(quoted(body));
         }
-        if min == 0 && max.is_none() {
+        // Everything else: the automaton of every constraint at once.
+        let shape = Shape::typed(Typed {
+            types: Types::STRING,
+            ..typed.clone()
+        });
+        let located = rules
+            .patterns
+            .first()
+            .map(|pattern| (pattern.pointer.clone(), pattern.keyword))
+            .or_else(|| {
+                rules
+                    .forbidden
+                    .first()
+                    .map(|forbidden| (forbidden.pointer.clone(), forbidden.keyword))
+            })
+            .or_else(|| {
+                typed
+                    .excluded
+                    .first()
+                    .map(|excluded| (excluded.pointer.clone(), excluded.keyword))
+            })
+            .unwrap_or_default();
+        let language = self.string_language(&shape);
+        let limit = self.options.limits.max_string_states;
+        if let Some(states) = language
+            .as_ref()
+            .map(CharDfa::state_count)
+            .filter(|&states| states > limit)
+        {
+            self.unsupported(
+                &located.0,
+                located.1,
+                format!(
+                    "these string constraints together need an automaton of {states} states, over the limit of {limit} rules for one string (`SchemaLimits::max_string_states`); a pattern that counts words or characters with a `maxLength` multiplies the two"
+                ),
+            );
             return Some(self.primitive(Primitive::String));
         }
-        let char = self.primitive(Primitive::Char);
-        let body = self.repeat(char, min, max);
-        Some(quoted(body))
+        let expr = language.and_then(|language| {
+            language
+                .to_expr(&mut self.builder, &format!("{name}-string"))
+                .ok()
+        });
+        match expr {
+            Some(body) => Some(quoted(body)),
+            None => {
+                self.unsupported(
+                    &located.0,
+                    located.1,
+                    "these string constraints together are too large (or use a pattern feature) to express as one grammar",
+                );
+                Some(self.primitive(Primitive::String))
+            }
+        }
+    }
+
+    /// A string in `format` (llama.cpp's grammar in its dialect).
+    fn format(&mut self, format: &crate::shape::Located<String>) -> Expr {
+        if self.options.llama_dialect()
+            && let Some(expr) = crate::format_llama::llama_format(&format.value)
+        {
+            let body = self.wrap_rule(expr, &format.value);
+            return quoted(body);
+        }
+        match format_grammar(&format.value) {
+            FormatGrammar::Exact(expr) => {
+                let body = self.wrap_rule(expr, &format.value);
+                quoted(body)
+            }
+            FormatGrammar::Unsupported(reason) => {
+                let (pointer, keyword) = (format.pointer.clone(), format.keyword);
+                self.unsupported(
+                    &pointer,
+                    keyword,
+                    format!("format `{}`: {reason}", format.value),
+                );
+                // Lenient: the closest superset there is.
+                match format_superset(&format.value) {
+                    Some(superset) => {
+                        let body = self.wrap_rule(superset, &format!("{}-superset", format.value));
+                        quoted(body)
+                    }
+                    None => self.primitive(Primitive::String),
+                }
+            }
+            FormatGrammar::Annotation => self.primitive(Primitive::String),
+        }
+    }
+
+    /// A string matching one `pattern` (as a whole-string match in llama.cpp's dialect).
+    fn pattern(&mut self, pattern: &crate::shape::Located<String>, name: &str) -> Expr {
+        let written = if self.options.llama_dialect() {
+            format!("^(?:{})$", pattern.value)
+        } else {
+            pattern.value.clone()
+        };
+        match pattern_expr(&written) {
+            Ok(expr) => {
+                let body = self.wrap_rule(expr, &format!("{name}-pattern"));
+                quoted(body)
+            }
+            Err(error) => {
+                let (pointer, keyword) = (pattern.pointer.clone(), pattern.keyword);
+                self.unsupported(
+                    &pointer,
+                    keyword,
+                    format!("pattern `{}`: {error}", pattern.value),
+                );
+                self.primitive(Primitive::String)
+            }
+        }
+    }
+
+    /// The strings a string-only shape allows, as an automaton, when it is made of
+    /// patterns, length bounds and constants.
+    pub(crate) fn string_language(&mut self, shape: &Shape) -> Option<CharDfa> {
+        match shape {
+            Shape::Any => Some(CharDfa::everything()),
+            Shape::Never => Some(CharDfa::nothing()),
+            Shape::Values(values) => {
+                let strings: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+                CharDfa::from_strings(&strings).ok()
+            }
+            Shape::Ref(target) => {
+                let target = target.clone();
+                let shape = self.read(&target);
+                self.string_language(&shape)
+            }
+            Shape::AnyOf(branches) => {
+                let mut language = CharDfa::nothing();
+                for branch in branches {
+                    let branch = self.string_language(branch)?;
+                    language = language.union(&branch).ok()?;
+                }
+                Some(language)
+            }
+            Shape::Typed(typed) => {
+                if !typed.types.has(Types::STRING) {
+                    return Some(CharDfa::nothing());
+                }
+                let string = &typed.string;
+                let formats_assert = string.formats.iter().any(|format| {
+                    !matches!(
+                        crate::format::format_grammar(&format.value),
+                        crate::format::FormatGrammar::Annotation
+                    )
+                });
+                if formats_assert {
+                    return None;
+                }
+                let mut language = CharDfa::lengths(string.min_length, string.max_length).ok()?;
+                for pattern in &string.patterns {
+                    let written = if self.options.llama_dialect() {
+                        format!("^(?:{})$", pattern.value)
+                    } else {
+                        pattern.value.clone()
+                    };
+                    let pattern = CharDfa::from_pattern(&written).ok()?;
+                    language = language.intersection(&pattern).ok()?;
+                }
+                let excluded: Vec<&str> = typed
+                    .excluded
+                    .iter()
+                    .filter_map(|excluded| excluded.value.as_str())
+                    .collect();
+                if !excluded.is_empty() {
+                    language = language
+                        .difference(&CharDfa::from_strings(&excluded).ok()?)
+                        .ok()?;
+                }
+                for forbidden in &string.forbidden {
+                    let mut negated = Typed::of_types(Types::STRING);
+                    negated.string = forbidden.value.clone();
+                    let forbidden = self.string_language(&Shape::typed(negated))?;
+                    language = language.difference(&forbidden).ok()?;
+                }
+                Some(language)
+            }
+        }
     }
 }
 

@@ -4,10 +4,13 @@
 
 use serde_json::Value;
 
+use crate::char_automaton::CharDfa;
 use crate::convert::Converter;
 use crate::numeric::Decimal;
 use crate::read::tighter;
-use crate::shape::{ArrayRules, Located, ObjectRules, Presence, Shape, Typed, Types};
+use crate::shape::{
+    ArrayRules, KeyRule, KeySet, Located, ObjectRules, Presence, Shape, Typed, Types,
+};
 
 /// How deep value checks follow references before giving up (a guard, not a limit users
 /// meet: values are finite).
@@ -173,6 +176,7 @@ impl Converter<'_> {
                 string.patterns.push(pattern);
             }
         }
+        string.forbidden.extend(right.string.forbidden);
         for format in right.string.formats {
             if !string
                 .formats
@@ -223,16 +227,7 @@ impl Converter<'_> {
         left: ObjectRules,
         right: ObjectRules,
     ) -> ObjectRules {
-        let patterns_meet_names = (!left.pattern_properties.is_empty()
-            && !right.properties.is_empty())
-            || (!right.pattern_properties.is_empty() && !left.properties.is_empty());
-        if patterns_meet_names {
-            self.unsupported(
-                pointer,
-                "allOf",
-                "it combines `patternProperties` of one schema with `properties` of another",
-            );
-        }
+        let general = !left.key_rules.is_empty() || !right.key_rules.is_empty();
         let mut names: Vec<String> = left
             .properties
             .iter()
@@ -245,20 +240,63 @@ impl Converter<'_> {
         }
         let mut properties = Vec::with_capacity(names.len());
         for name in names {
-            let a = declared_or_additional(&left, &name);
-            let b = declared_or_additional(&right, &name);
+            // With key rules, each side's undeclared keys are governed by rules (kept
+            // below); otherwise by its `additionalProperties`.
+            let (a, b) = if general {
+                (declared_only(&left, &name), declared_only(&right, &name))
+            } else {
+                (
+                    declared_or_additional(&left, &name),
+                    declared_or_additional(&right, &name),
+                )
+            };
             let shape = self.meet(pointer, a, b);
             properties.push((name, shape));
         }
-        let mut required = left.required;
-        for name in right.required {
-            if !required.contains(&name) {
-                required.push(name);
+        let mut required = left.required.clone();
+        for name in &right.required {
+            if !required.contains(name) {
+                required.push(name.clone());
             }
         }
-        let additional = self.meet(pointer, left.additional, right.additional);
-        let mut pattern_properties = left.pattern_properties;
-        pattern_properties.extend(right.pattern_properties);
+        let (additional, key_rules) = if general {
+            // Each side's `additionalProperties` becomes a rule for the keys it governed.
+            let mut rules = Vec::new();
+            for side in [&left, &right] {
+                rules.extend(side.key_rules.iter().cloned());
+                if side.additional != Shape::Any {
+                    rules.push(KeyRule {
+                        keys: KeySet::NoneOf {
+                            patterns: side
+                                .key_rules
+                                .iter()
+                                .filter_map(|rule| match &rule.keys {
+                                    KeySet::Pattern(pattern) => Some(pattern.clone()),
+                                    KeySet::NoneOf { .. } => None,
+                                })
+                                .collect(),
+                            names: side
+                                .properties
+                                .iter()
+                                .map(|(name, _)| name.clone())
+                                .collect(),
+                        },
+                        shape: side.additional.clone(),
+                        origin: Located {
+                            value: (),
+                            pointer: pointer.to_string(),
+                            keyword: "additionalProperties",
+                        },
+                    });
+                }
+            }
+            (Shape::Any, rules)
+        } else {
+            (
+                self.meet(pointer, left.additional, right.additional),
+                Vec::new(),
+            )
+        };
         let property_names = match (left.property_names, right.property_names) {
             (Some(a), Some(b)) => {
                 let shape = self.meet(pointer, a.value, b.value);
@@ -270,7 +308,7 @@ impl Converter<'_> {
             properties,
             required,
             additional,
-            pattern_properties,
+            key_rules,
             property_names,
             min_properties: left.min_properties.max(right.min_properties),
             max_properties: min_option(left.max_properties, right.max_properties),
@@ -362,6 +400,26 @@ impl Converter<'_> {
                     })
                     .collect();
                 Some(Shape::typed(typed))
+            }
+            Shape::Typed(typed) if typed.string_only() => {
+                let types = typed.types;
+                if types.has(Types::INTEGER) && !types.has(Types::NUMBER) {
+                    return None;
+                }
+                let mut others = Types::ALL.0 & !types.0;
+                if types.has(Types::NUMBER) {
+                    others &= !Types::INTEGER.0;
+                }
+                let mut result = Typed::of_types(Types(others));
+                if types.has(Types::STRING) {
+                    result.types = result.types.union(Types::STRING);
+                    result.string.forbidden.push(Located {
+                        value: typed.string.clone(),
+                        pointer: pointer.to_string(),
+                        keyword: "not",
+                    });
+                }
+                Some(Shape::typed(result))
             }
             Shape::Typed(typed) => {
                 let condition = typed.presence_only()?;
@@ -541,9 +599,7 @@ impl Converter<'_> {
                 {
                     return Ok(false);
                 }
-                if !object.pattern_properties.is_empty() {
-                    return Err("checking a constant against `patternProperties`".into());
-                }
+                let ruled = !object.key_rules.is_empty();
                 let present = |name: &str| entries.contains_key(name);
                 if !object
                     .presence
@@ -553,9 +609,15 @@ impl Converter<'_> {
                     return Ok(false);
                 }
                 for (name, item) in entries {
-                    let shape = declared_or_additional(object, name);
-                    if !self.accepts(&shape, item, depth + 1)? {
-                        return Ok(false);
+                    let shapes = if ruled {
+                        key_shapes(object, name)?
+                    } else {
+                        vec![declared_or_additional(object, name)]
+                    };
+                    for shape in shapes {
+                        if !self.accepts(&shape, item, depth + 1)? {
+                            return Ok(false);
+                        }
                     }
                     if let Some(names) = &object.property_names
                         && !self.accepts(&names.value, &Value::String(name.clone()), depth + 1)?
@@ -607,22 +669,32 @@ impl Converter<'_> {
     /// Objects that a required property tells apart (a discriminator such as
     /// `"kind": {"const": "a"}`).
     fn objects_disjoint(&mut self, left: &ObjectRules, right: &ObjectRules, depth: usize) -> bool {
-        for name in &left.required {
-            let a = declared_or_additional(left, name);
-            let b = declared_or_additional(right, name);
-            if self.disjoint(&a, &b, depth + 1) {
-                return true;
-            }
-        }
-        for name in &right.required {
-            let a = declared_or_additional(left, name);
-            let b = declared_or_additional(right, name);
+        for name in left.required.iter().chain(&right.required) {
+            let (Some(a), Some(b)) = (
+                value_shape(self, left, name),
+                value_shape(self, right, name),
+            ) else {
+                return false;
+            };
             if self.disjoint(&a, &b, depth + 1) {
                 return true;
             }
         }
         false
     }
+}
+
+/// What the value of property `name` must be, all rules met (`None` when a key rule's
+/// pattern is not a grammar here).
+fn value_shape(converter: &mut Converter, object: &ObjectRules, name: &str) -> Option<Shape> {
+    if object.key_rules.is_empty() {
+        return Some(declared_or_additional(object, name));
+    }
+    let mut shape = Shape::Any;
+    for part in key_shapes(object, name).ok()? {
+        shape = converter.meet("", shape, part);
+    }
+    Some(shape)
 }
 
 /// Number ranges that do not overlap.
@@ -640,6 +712,62 @@ fn numbers_disjoint(left: &Typed, right: &Typed) -> bool {
     };
     below(&left.number.maximum, &right.number.minimum)
         || below(&right.number.maximum, &left.number.minimum)
+}
+
+/// The declared shape of property `name`, or any value.
+fn declared_only(object: &ObjectRules, name: &str) -> Shape {
+    object
+        .properties
+        .iter()
+        .find(|(declared, _)| declared == name)
+        .map(|(_, shape)| shape.clone())
+        .unwrap_or(Shape::Any)
+}
+
+/// Whether key rule `keys` covers the name (`Err` when a pattern is not a grammar here).
+pub(crate) fn key_set_contains(keys: &KeySet, name: &str) -> Result<bool, String> {
+    let matches = |pattern: &str| {
+        CharDfa::from_pattern(pattern)
+            .map(|automaton| automaton.matches(name))
+            .map_err(|error| format!("pattern `{pattern}`: {error}"))
+    };
+    match keys {
+        KeySet::Pattern(pattern) => matches(pattern),
+        KeySet::NoneOf { patterns, names } => {
+            if names.iter().any(|known| known == name) {
+                return Ok(false);
+            }
+            for pattern in patterns {
+                if matches(pattern)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// Every shape the value of property `name` must meet: its declaration (or the additional
+/// schema when no key rule covers it) and every key rule covering it.
+pub(crate) fn key_shapes(object: &ObjectRules, name: &str) -> Result<Vec<Shape>, String> {
+    let mut shapes = Vec::new();
+    let mut covered = false;
+    for rule in &object.key_rules {
+        if key_set_contains(&rule.keys, name)? {
+            covered |= matches!(rule.keys, KeySet::Pattern(_));
+            shapes.push(rule.shape.clone());
+        }
+    }
+    match object
+        .properties
+        .iter()
+        .find(|(declared, _)| declared == name)
+    {
+        Some((_, shape)) => shapes.push(shape.clone()),
+        None if !covered => shapes.push(object.additional.clone()),
+        None => {}
+    }
+    Ok(shapes)
 }
 
 /// The shape of the value of property `name` as the rules see it (patterns aside).

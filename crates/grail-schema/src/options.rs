@@ -74,6 +74,9 @@ pub struct SchemaLimits {
     /// Most schemas an `allOf` (with `anyOf` distributed over it) may turn into. Default:
     /// 256.
     pub max_combinations: usize,
+    /// Most states of the automaton of one constrained string (patterns with lengths,
+    /// several patterns, `not` of a pattern), each a grammar rule. Default: 2,000.
+    pub max_string_states: usize,
 }
 
 impl Default for SchemaLimits {
@@ -85,6 +88,7 @@ impl Default for SchemaLimits {
             max_enum_values: 10_000,
             max_any_order_properties: 8,
             max_combinations: 256,
+            max_string_states: 2_000,
         }
     }
 }
@@ -111,9 +115,13 @@ pub struct SchemaOptions {
     pub assert_formats: bool,
     /// How numbers are written (digit caps; none by default).
     pub numbers: NumberSyntax,
-    /// Recursive schemas: how many times a `$ref` cycle may be entered before only its
-    /// non-recursive alternatives remain (`None`: no cap, recursive rules as written).
-    pub max_recursion: Option<u32>,
+    /// What separates items of arrays and properties of objects: `","` (default) with
+    /// optional JSON whitespace around it, such as `", "`. The [`Whitespace`] rule still
+    /// follows it (with [`Whitespace::None`], it is exactly this text).
+    pub item_separator: String,
+    /// What separates a key from its value: `":"` (default), or with JSON whitespace
+    /// around it, such as `": "`. The [`Whitespace`] rule still surrounds it.
+    pub key_separator: String,
     /// Limits on the work done.
     pub limits: SchemaLimits,
 }
@@ -128,7 +136,8 @@ impl Default for SchemaOptions {
             dialect: Dialect::Spec,
             assert_formats: true,
             numbers: NumberSyntax::default(),
-            max_recursion: None,
+            item_separator: ",".to_string(),
+            key_separator: ":".to_string(),
             limits: SchemaLimits::default(),
         }
     }
@@ -143,6 +152,17 @@ impl SchemaOptions {
             additional_properties_default: false,
             numbers: NumberSyntax::llama_cpp(),
             ..SchemaOptions::default()
+        }
+    }
+
+    /// The separators as the JSON Schema compact style of `json.dumps` writes them, with
+    /// no other whitespace: `", "` and `": "`.
+    pub fn with_python_separators(self) -> SchemaOptions {
+        SchemaOptions {
+            whitespace: Whitespace::None,
+            item_separator: ", ".to_string(),
+            key_separator: ": ".to_string(),
+            ..self
         }
     }
 

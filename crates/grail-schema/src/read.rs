@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::convert::Converter;
 use crate::diagnostic::escape_pointer_token;
 use crate::numeric::{Bound, Decimal};
-use crate::shape::{Contains, Located, Presence, Shape, Typed, Types};
+use crate::shape::{Contains, KeyRule, KeySet, Located, Presence, Shape, Typed, Types};
 
 impl Converter<'_> {
     /// The shape of the schema at `pointer` (read once, then remembered).
@@ -632,14 +632,15 @@ impl Converter<'_> {
                     "{pointer}/patternProperties/{}",
                     escape_pointer_token(pattern)
                 ));
-                typed.object.pattern_properties.push((
-                    Located {
-                        value: pattern.clone(),
+                typed.object.key_rules.push(KeyRule {
+                    keys: KeySet::Pattern(pattern.clone()),
+                    shape,
+                    origin: Located {
+                        value: (),
                         pointer: pointer.to_string(),
                         keyword: "patternProperties",
                     },
-                    shape,
-                ));
+                });
             }
         }
         if object.contains_key("propertyNames") {

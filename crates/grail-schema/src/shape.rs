@@ -149,6 +149,8 @@ pub struct StringRules {
     pub patterns: Vec<Located<String>>,
     /// Every `format` that applies.
     pub formats: Vec<Located<String>>,
+    /// String constraints the string must not meet (`not: {pattern: ...}`).
+    pub forbidden: Vec<Located<StringRules>>,
 }
 
 /// `prefixItems`, `items`, `minItems`, `maxItems`, `contains`, `uniqueItems`.
@@ -202,8 +204,10 @@ pub struct ObjectRules {
     pub required: Vec<String>,
     /// Properties neither declared nor matched by a pattern.
     pub additional: Shape,
-    /// `patternProperties`.
-    pub pattern_properties: Vec<(Located<String>, Shape)>,
+    /// Rules for the values of keys by the form of the key (`patternProperties`, and
+    /// what intersections of objects leave of `additionalProperties`): every rule whose
+    /// keys include a key applies to its value, for declared properties too.
+    pub key_rules: Vec<KeyRule>,
     /// `propertyNames`.
     pub property_names: Option<Located<Shape>>,
     /// Least number of properties.
@@ -213,6 +217,32 @@ pub struct ObjectRules {
     /// Conditions on which properties are present (`dependentRequired`, `not` of
     /// `required`, `oneOf` of `required`, ...), all of which must hold.
     pub presence: Vec<Presence>,
+}
+
+/// The values of the keys of a set must meet a shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRule {
+    /// Which keys.
+    pub keys: KeySet,
+    /// What their values must be.
+    pub shape: Shape,
+    /// Where the rule comes from, for diagnostics.
+    pub origin: Located<()>,
+}
+
+/// A set of property names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySet {
+    /// The names a pattern matches.
+    Pattern(String),
+    /// The names matching none of the patterns and not among the names (the keys an
+    /// object's `additionalProperties` governs).
+    NoneOf {
+        /// Patterns.
+        patterns: Vec<String>,
+        /// Declared names.
+        names: Vec<String>,
+    },
 }
 
 /// A condition on which properties of an object are present.
@@ -268,7 +298,7 @@ impl Default for ObjectRules {
             properties: Vec::new(),
             required: Vec::new(),
             additional: Shape::Any,
-            pattern_properties: Vec::new(),
+            key_rules: Vec::new(),
             property_names: None,
             min_properties: 0,
             max_properties: None,
@@ -303,6 +333,7 @@ impl Typed {
             && string.max_length.is_none()
             && string.patterns.is_empty()
             && string.formats.is_empty()
+            && string.forbidden.is_empty()
             && array.prefix.is_empty()
             && array.items == Shape::Any
             && array.min_items == 0
@@ -312,7 +343,7 @@ impl Typed {
             && object.properties.is_empty()
             && object.required.is_empty()
             && object.additional == Shape::Any
-            && object.pattern_properties.is_empty()
+            && object.key_rules.is_empty()
             && object.property_names.is_none()
             && object.min_properties == 0
             && object.max_properties.is_none()
@@ -322,6 +353,13 @@ impl Typed {
 }
 
 impl Typed {
+    /// True when the only constraints are on strings (lengths, patterns, formats).
+    pub fn string_only(&self) -> bool {
+        let mut bare = self.clone();
+        bare.string = StringRules::default();
+        bare.is_unconstrained() && self.string != StringRules::default()
+    }
+
     /// True when the only constraints are on which properties objects have (`required`,
     /// presence conditions): the condition they set on objects, and the types allowed.
     pub fn presence_only(&self) -> Option<Presence> {

@@ -8,7 +8,10 @@
 //! ones first), so an instance is accepted when its keys can be written in some order the
 //! grammar takes: the instance's own order, then the order of the schema's declarations
 //! ([`serialize`]: required properties first), then a search of orders within a budget of
-//! attempts per instance.
+//! attempts per instance; and, for an instance labelled valid that none of these orders
+//! fits (the search takes the first order of a nested object that fits there, which may
+//! not be the one that lets the rest fit), the grammar of the same schema and options in
+//! any key order ([`grail_schema::KeyOrder::Any`]) decides.
 
 #![allow(dead_code)]
 
@@ -36,12 +39,17 @@ pub struct SchemaOutcome {
     pub compile_time: Duration,
     /// For each wrong verdict, the instance text and where matching stopped.
     pub details: Vec<String>,
+    /// `grail check --target llama.cpp` refuses the emitted grammar.
+    pub llama_cpp_refuses: bool,
 }
 
 impl SchemaOutcome {
     /// Compiled, and every instance judged right.
     pub fn passes(&self) -> bool {
-        self.compiled && self.valid_rejected.is_empty() && self.invalid_accepted.is_empty()
+        self.compiled
+            && self.valid_rejected.is_empty()
+            && self.invalid_accepted.is_empty()
+            && !self.llama_cpp_refuses
     }
 }
 
@@ -66,9 +74,10 @@ pub fn run_schema(
         instances: (0, 0),
         compile_time,
         details: Vec::new(),
+        llama_cpp_refuses: false,
     };
-    let grammar = match (converted, compiled) {
-        (Ok(_), Some(Ok(grammar))) => grammar,
+    let (grammar, converted_grammar) = match (converted, compiled) {
+        (Ok(converted), Some(Ok(grammar))) => (grammar, converted.grammar),
         (Ok(_), Some(Err(error))) => {
             outcome.refusal = Some(format!("engine: {error}"));
             return outcome;
@@ -86,8 +95,47 @@ pub fn run_schema(
         (Ok(_), None) => unreachable!("compiled when converted"),
     };
     outcome.compiled = true;
+    // Every emitted grammar must be one llama.cpp accepts.
+    let gbnf = grail_grammar::print_grammar(&converted_grammar);
+    let check = grail_grammar::check(
+        &gbnf,
+        &grail_grammar::CheckOptions {
+            target: grail_grammar::Target::LlamaCpp,
+            ..Default::default()
+        },
+    );
+    if !check.is_ok() {
+        outcome.llama_cpp_refuses = true;
+        let first = check
+            .diagnostics
+            .iter()
+            .find(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
+            .map(|diagnostic| diagnostic.message.clone())
+            .unwrap_or_default();
+        outcome
+            .details
+            .push(format!("llama.cpp would refuse the grammar: {first}"));
+    }
+    let mut any_order: Option<Option<CompiledGrammar>> = None;
     for (index, (instance, valid)) in instances.iter().enumerate() {
-        let accepted = accepted_in_some_order(&grammar, instance, schema);
+        let mut accepted = accepted_in_some_order(&grammar, instance, schema);
+        if !accepted && *valid {
+            let any_order = any_order.get_or_insert_with(|| {
+                let options = SchemaOptions {
+                    key_order: grail_schema::KeyOrder::Any,
+                    ..options.clone()
+                };
+                schema_to_grammar(schema, &options)
+                    .ok()
+                    .and_then(|converted| {
+                        CompiledGrammar::compile(&converted.grammar, &Default::default()).ok()
+                    })
+            });
+            if let Some(any_order) = any_order {
+                let mut matcher = Matcher::new(any_order);
+                accepted = matcher.accept_str(&compact(instance)).is_ok() && matcher.is_accepting();
+            }
+        }
         if accepted != *valid {
             let text = serialize(instance, schema, schema);
             let mut matcher = Matcher::new(&grammar);
@@ -122,7 +170,7 @@ pub fn run_schema(
 
 /// Feeds attempted per instance while looking for a key order the grammar takes, after
 /// the instance's own order and the schema's have failed.
-const ORDER_ATTEMPTS: u32 = 400;
+const ORDER_ATTEMPTS: u32 = 3000;
 
 /// Whether the grammar takes the instance with its keys in some order: its own, the
 /// schema's, or one found by a bounded search.
@@ -410,6 +458,8 @@ pub struct GroupTally {
     pub invalid: usize,
     pub valid_rejected: usize,
     pub invalid_accepted: usize,
+    /// Grammars `grail check --target llama.cpp` refuses.
+    pub llama_cpp_refused: usize,
     pub refusals: BTreeMap<String, usize>,
 }
 
@@ -427,6 +477,9 @@ impl GroupTally {
         self.invalid += outcome.instances.1;
         self.valid_rejected += outcome.valid_rejected.len();
         self.invalid_accepted += outcome.invalid_accepted.len();
+        if outcome.llama_cpp_refuses {
+            self.llama_cpp_refused += 1;
+        }
         if let Some(refusal) = &outcome.refusal {
             *self.refusals.entry(refusal.clone()).or_default() += 1;
         }
@@ -442,7 +495,7 @@ impl GroupTally {
             .map(|(reason, count)| format!("{count}× {reason}"))
             .collect();
         format!(
-            "{name:<28} {:>5} schemas, {:>5} compiled ({:>5.1}%), {:>5} refused; valid rejected {}/{}, invalid accepted {}/{}; top refusals: {}",
+            "{name:<28} {:>5} schemas, {:>5} compiled ({:>5.1}%), {:>5} refused; valid rejected {}/{}, invalid accepted {}/{}, llama.cpp refuses {}; top refusals: {}",
             self.schemas,
             self.compiled,
             100.0 * self.compiled as f64 / self.schemas.max(1) as f64,
@@ -451,6 +504,7 @@ impl GroupTally {
             self.valid,
             self.invalid_accepted,
             self.invalid,
+            self.llama_cpp_refused,
             top.join(", ")
         )
     }
