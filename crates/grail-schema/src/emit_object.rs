@@ -243,14 +243,15 @@ impl Converter<'_> {
             let key = if written.is_empty() {
                 self.primitive(crate::emit::Primitive::String)
             } else {
+                let rule_name = format!("{value_name}-k");
                 let others = if self.options.llama_dialect() {
                     let char = self.primitive(crate::emit::Primitive::Char);
-                    excluding_llama(written, &char)
+                    excluding_llama(written, &char, &mut |expr| self.wrap_rule(expr, &rule_name))
                 } else {
                     let any = self.primitive(crate::emit::Primitive::CanonicalChar);
-                    excluding(written, &any)
+                    excluding(written, &any, &mut |expr| self.wrap_rule(expr, &rule_name))
                 };
-                let others = self.wrap_rule(others, &format!("{value_name}-k"));
+                let others = self.wrap_rule(others, &rule_name);
                 Expr::sequence([Expr::literal("\""), others, Expr::literal("\"")])
             };
             let pair = Expr::sequence([key, self.key_separator(), space, value]);

@@ -77,8 +77,11 @@ impl Converter<'_> {
         // Only excluded values: a trie of them.
         if rules.patterns.is_empty() && rules.forbidden.is_empty() && min == 0 && max.is_none() {
             let any = self.primitive(Primitive::CanonicalChar);
-            let body = excluding(&excluded, &any);
-            let body = self.wrap_rule(body, &format!("{name}-other"));
+            let rule_name = format!("{name}-other");
+            let body = excluding(&excluded, &any, &mut |expr| {
+                self.wrap_rule(expr, &rule_name)
+            });
+            let body = self.wrap_rule(body, &rule_name);
             return Some(quoted(body));
         }
         // Everything else: the automaton of every constraint at once.
@@ -271,25 +274,35 @@ fn quoted(body: Expr) -> Expr {
 /// Any string in canonical encoding except the given ones: a trie of the excluded strings,
 /// where each node either follows one of its children, or takes another character and
 /// then anything, or (if no excluded string ends there) stops.
-/// `any` is one character in canonical form (a rule, to keep the trie small).
-pub(crate) fn excluding(excluded: &[String], any: &Expr) -> Expr {
+/// `any` is one character in canonical form (a rule, to keep the trie small). `hoist`
+/// makes an expression a rule of its own: every inner node of the trie is one, so no rule
+/// nests deeply (llama.cpp counts the groups under a repetition against its budget).
+pub(crate) fn excluding(
+    excluded: &[String],
+    any: &Expr,
+    hoist: &mut dyn FnMut(Expr) -> Expr,
+) -> Expr {
     let mut trie = Trie::default();
     for text in excluded {
         trie.insert(text);
     }
-    trie.expr(any)
+    trie.expr(any, hoist)
 }
 
 /// llama.cpp's grammar of the keys of additional properties: a trie of the declared names
 /// where, below the root, a branch must go on (so prefixes of names that are not names
 /// themselves are refused too, as llama.cpp does), a node that ends a name needs one more
 /// character, and any other first character is written as itself, then `char*`.
-pub(crate) fn excluding_llama(excluded: &[String], char: &Expr) -> Expr {
+pub(crate) fn excluding_llama(
+    excluded: &[String],
+    char: &Expr,
+    hoist: &mut dyn FnMut(Expr) -> Expr,
+) -> Expr {
     let mut trie = Trie::default();
     for text in excluded {
         trie.insert(text);
     }
-    let body = trie.llama_expr(char);
+    let body = trie.llama_expr(char, hoist);
     if trie.ends_here {
         body
     } else {
@@ -312,14 +325,15 @@ impl Trie {
         node.ends_here = true;
     }
 
-    fn llama_expr(&self, char: &Expr) -> Expr {
+    fn llama_expr(&self, char: &Expr, hoist: &mut dyn FnMut(Expr) -> Expr) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
                 let rest = if child.children.is_empty() {
                     char.clone().one_or_more()
                 } else {
-                    child.llama_expr(char)
+                    let rest = child.llama_expr(char, hoist);
+                    hoist(rest)
                 };
                 choices.push(Expr::sequence([
                     Expr::chars([(character, character)]),
@@ -342,11 +356,17 @@ impl Trie {
     }
 
     /// The canonical texts that continue this node's prefix into a string not excluded.
-    fn expr(&self, any: &Expr) -> Expr {
+    fn expr(&self, any: &Expr, hoist: &mut dyn FnMut(Expr) -> Expr) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
-                choices.push(Expr::sequence([encoded_char(character), child.expr(any)]));
+                let rest = child.expr(any, hoist);
+                let rest = if child.children.is_empty() {
+                    rest
+                } else {
+                    hoist(rest)
+                };
+                choices.push(Expr::sequence([encoded_char(character), rest]));
             }
             let others = CharSet::new(
                 self.children
