@@ -148,6 +148,9 @@ pub struct GrammarBuilder {
     names: Vec<String>,
     bodies: Vec<Option<Vec<Sequence>>>,
     taken: HashMap<String, u32>,
+    /// Per name hint, the suffix to try next (so that thousands of rules with one hint
+    /// are named in linear time).
+    next_suffix: HashMap<String, u32>,
 }
 
 impl Default for GrammarBuilder {
@@ -163,6 +166,7 @@ impl GrammarBuilder {
             names: Vec::new(),
             bodies: Vec::new(),
             taken: HashMap::new(),
+            next_suffix: HashMap::new(),
         };
         builder.declare("root");
         builder
@@ -191,10 +195,16 @@ impl GrammarBuilder {
             base = "rule".to_string();
         }
         let mut name = base.clone();
-        let mut suffix = 1;
-        while self.taken.contains_key(&name) {
-            suffix += 1;
-            name = format!("{base}-{suffix}");
+        if self.taken.contains_key(&name) {
+            let mut suffix = self.next_suffix.get(&base).copied().unwrap_or(2);
+            loop {
+                name = format!("{base}-{suffix}");
+                suffix += 1;
+                if !self.taken.contains_key(&name) {
+                    break;
+                }
+            }
+            self.next_suffix.insert(base, suffix);
         }
         let id = self.names.len() as u32;
         self.taken.insert(name.clone(), id);

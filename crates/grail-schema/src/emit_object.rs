@@ -9,7 +9,7 @@
 //! written; `count` is capped at the largest number the bounds mention, so the rules stay
 //! few (without bounds, only "none yet" and "some" differ: the comma).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use grail_grammar::{Expr, RuleId};
 
@@ -131,6 +131,7 @@ impl Converter<'_> {
         // Every name written as a slot: declared ones, then required and tracked ones the
         // schema does not declare (their value is what the key rules or the additional
         // schema say).
+        let required: HashSet<&str> = rules.required.iter().map(String::as_str).collect();
         let mut named: Vec<(String, Shape, bool)> = rules
             .properties
             .iter()
@@ -138,23 +139,25 @@ impl Converter<'_> {
                 (
                     property.clone(),
                     shape.clone(),
-                    rules.required.contains(property),
+                    required.contains(property.as_str()),
                 )
             })
             .collect();
+        let mut known_names: HashSet<String> =
+            named.iter().map(|(known, _, _)| known.clone()).collect();
         for property in rules.required.iter().chain(&tracked) {
-            if !named.iter().any(|(known, _, _)| known == property) {
+            if known_names.insert(property.clone()) {
                 named.push((
                     property.clone(),
                     Shape::Any,
-                    rules.required.contains(property),
+                    required.contains(property.as_str()),
                 ));
             }
         }
-        let declared: Vec<String> = rules
+        let declared: HashSet<&str> = rules
             .properties
             .iter()
-            .map(|(property, _)| property.clone())
+            .map(|(property, _)| property.as_str())
             .collect();
         let mut slots = Vec::new();
         let mut written: Vec<String> = Vec::new();
@@ -162,7 +165,7 @@ impl Converter<'_> {
             // A name the slots govern is never an additional property, even when nothing
             // may be its value.
             written.push(property.clone());
-            let mut shape = if declared.contains(&property) {
+            let mut shape = if declared.contains(property.as_str()) {
                 declared_shape
             } else if keys.iter().any(|key| key.covers_declared_name(&property)) {
                 Shape::Any
@@ -549,6 +552,18 @@ impl Converter<'_> {
     /// What may follow in `state` = (the next slot, the properties written so far capped at
     /// `cap`, the tracked names written so far as bits).
     fn rest(
+        &mut self,
+        layout: &Layout,
+        state: (usize, u64, u32),
+        cap: u64,
+        name: &str,
+        memo: &mut HashMap<(usize, u64, u32), RuleId>,
+    ) -> Expr {
+        // One level per slot: objects of thousands of properties recurse deeply.
+        grail_syntax::stack::deep(|| self.rest_in(layout, state, cap, name, memo))
+    }
+
+    fn rest_in(
         &mut self,
         layout: &Layout,
         state: (usize, u64, u32),

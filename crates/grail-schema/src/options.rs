@@ -62,7 +62,9 @@ pub struct SchemaLimits {
     /// Most bytes of schema text accepted by [`crate::schema_text_to_grammar`]. Default:
     /// 16 MiB.
     pub max_schema_bytes: usize,
-    /// Deepest nesting of schema objects. Default: 500.
+    /// Deepest nesting of schema objects. Default: 128 (schema text cannot nest deeper:
+    /// serde_json's parser stops at 128 levels of JSON; the limit guards `Value`s built in
+    /// code, whose conversion recurses once per level).
     pub max_depth: usize,
     /// Most grammar rules produced. Default: 100,000.
     pub max_rules: usize,
@@ -83,7 +85,7 @@ impl Default for SchemaLimits {
     fn default() -> SchemaLimits {
         SchemaLimits {
             max_schema_bytes: 16 << 20,
-            max_depth: 500,
+            max_depth: 128,
             max_rules: 100_000,
             max_enum_values: 10_000,
             max_any_order_properties: 8,
