@@ -24,6 +24,19 @@ use crate::utf8::{Partial, Step};
 use crate::walk_buffers::WalkBuffers;
 use crate::walk_escapes::EscapeNodes;
 
+/// Most ASCII bytes of a loop's class that may lead elsewhere from a state that the
+/// class's other bytes take into the loop, for the loop's slice to serve that state.
+const MAX_SLICE_EXCEPTIONS: usize = 12;
+
+/// How a walk from a state starts with a loop slice: the slice, the state that loops, and
+/// the root children (trie positions) of the class's bytes that do not enter the loop
+/// from the state (their subtrees are walked whole, their tokens taken out of the slice).
+struct SliceStart {
+    slice: Arc<grail_vocab::LoopSlice>,
+    looping: StateId,
+    excepted: Vec<usize>,
+}
+
 /// A range of trie nodes to walk, `first..end` in the node array (a subtree's
 /// descendants, a child with its subtree, or the whole trie), from a state at trie depth
 /// `base_depth`.
@@ -190,20 +203,41 @@ impl Matcher {
                 let mut ids = TokenIds::default();
                 let (frontier, escapes) = match &slice {
                     // The slice's tokens at once, and the walk only where tokens leave it:
-                    // from the state at the root, from the loop below it.
-                    Some((slice, looping)) => {
+                    // from the state at the root, from the loop below it; the subtrees of
+                    // the bytes that do not enter the loop are walked whole from the state.
+                    Some(start) => {
                         let trie = index.trie();
-                        let (first, deeper): (Vec<TrieRange>, Vec<TrieRange>) = slice
+                        let excepted = |position: u32| {
+                            start.excepted.iter().any(|&root_child| {
+                                let end =
+                                    root_child + trie.nodes()[root_child].subtree_len as usize;
+                                (root_child..end).contains(&(position as usize))
+                            })
+                        };
+                        let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) = start
+                            .slice
                             .exits()
                             .iter()
+                            .filter(|&&position| !excepted(position))
                             .map(|&position| TrieRange::with(trie, position as usize))
-                            .partition(|range| range.base_depth == 0 || *looping == state);
+                            .partition(|range| range.base_depth == 0 || start.looping == state);
+                        first.extend(
+                            start
+                                .excepted
+                                .iter()
+                                .map(|&root_child| TrieRange::with(trie, root_child)),
+                        );
                         let mask_words = words.len();
                         let (mut frontier, mut escapes) =
                             self.record_walk(index, &mut ids, state, frames, &first, mask_words);
                         if !deeper.is_empty() {
                             let (more_frontier, more_escapes) = self.record_walk(
-                                index, &mut ids, *looping, frames, &deeper, mask_words,
+                                index,
+                                &mut ids,
+                                start.looping,
+                                frames,
+                                &deeper,
+                                mask_words,
                             );
                             frontier.extend(more_frontier);
                             escapes.extend(more_escapes);
@@ -212,7 +246,22 @@ impl Matcher {
                     }
                     None => self.record_walk(index, &mut ids, state, frames, &[range], words.len()),
                 };
-                let tokens = WalkTokens::new(slice.map(|(slice, _)| slice), ids.0, words.len());
+                let tokens = match slice {
+                    Some(start) if !start.excepted.is_empty() => {
+                        // The slice less the tokens under the excepted bytes (walked above).
+                        let trie = index.trie();
+                        let mut words = start.slice.words().to_vec();
+                        for &root_child in &start.excepted {
+                            for &id in trie.subtree_tokens(root_child) {
+                                words[id as usize / 32] &= !(1 << (id % 32));
+                            }
+                        }
+                        set_ids(&mut words, &ids.0);
+                        WalkTokens::Words(words.into_boxed_slice())
+                    }
+                    Some(start) => WalkTokens::new(Some(start.slice), ids.0, words.len()),
+                    None => WalkTokens::new(None, ids.0, words.len()),
+                };
                 let walk = Arc::new(PureWalk {
                     tokens,
                     frontier,
@@ -231,15 +280,17 @@ impl Matcher {
     /// The loop slice a walk of `range` from `state` may start with, and the state that
     /// loops: for a walk of the whole trie from a state that loops on many bytes without
     /// returning to a caller (inside a string or a comment), the slice of those bytes;
-    /// or from a state that every such byte takes into that loop, slots in place (the
-    /// first character of a string that must have one).
+    /// or from a state that the bytes of such a loop take into it, slots in place (the
+    /// first character of a string that must have one), except at most
+    /// [`MAX_SLICE_EXCEPTIONS`] ASCII bytes that go elsewhere (a key that must not be one
+    /// of some names: their first letters lead into a trie of the names).
     fn loop_slice_for(
         &mut self,
         index: &VocabularyIndex,
         state: StateId,
         frames: &[u32],
         range: TrieRange,
-    ) -> Option<(std::sync::Arc<grail_vocab::LoopSlice>, StateId)> {
+    ) -> Option<SliceStart> {
         if range != TrieRange::all(index.trie()) {
             return None;
         }
@@ -248,17 +299,42 @@ impl Matcher {
         };
         let class = self.closed_loop_class(state, frames, LOOP_SLICE_MIN_ASCII_BYTES);
         if big(class) {
-            return Some((index.loop_slice(class)?, state));
+            return Some(SliceStart {
+                slice: index.loop_slice(class)?,
+                looping: state,
+                excepted: Vec::new(),
+            });
         }
-        // A loop entered by a letter (any byte of the loop would do; a letter is in most).
-        let looping = self
-            .step_to_state(state, frames, b'a')
-            .filter(|&looping| looping != state)?;
-        let class = self.closed_loop_class(looping, frames, LOOP_SLICE_MIN_ASCII_BYTES);
-        if !big(class) || !self.enters_on(state, frames, looping, class) {
+        // A loop entered by some byte of the loop (the first of a few bytes tried that
+        // enters one: letters are in most loops, and a few of them may lead elsewhere).
+        let (looping, class) = [b'a', b'e', b'x', b'0', b' ']
+            .into_iter()
+            .find_map(|byte| {
+                let looping = self
+                    .step_to_state(state, frames, byte)
+                    .filter(|&looping| looping != state)?;
+                let class = self.closed_loop_class(looping, frames, LOOP_SLICE_MIN_ASCII_BYTES);
+                big(class).then_some((looping, class))
+            })?;
+        let exceptions = self.bytes_not_entering(state, frames, looping, class)?;
+        if exceptions.count_ones() as usize > MAX_SLICE_EXCEPTIONS || exceptions & 1 != 0 {
             return None;
         }
-        Some((index.loop_slice(class)?, looping))
+        let trie = index.trie();
+        let mut excepted = Vec::new();
+        let mut position = 1;
+        while position < trie.nodes().len() {
+            let node = &trie.nodes()[position];
+            if exceptions & grail_vocab::byte_bit(node.byte) != 0 && node.byte < 0x80 {
+                excepted.push(position);
+            }
+            position += node.subtree_len as usize;
+        }
+        Some(SliceStart {
+            slice: index.loop_slice(class)?,
+            looping,
+            excepted,
+        })
     }
 
     /// Walks on below frontier groups (their states' slots standing for slots of the

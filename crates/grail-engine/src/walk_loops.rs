@@ -212,16 +212,17 @@ impl Matcher {
         self.steps_on_non_ascii_to(state, frames, state)
     }
 
-    /// True when every byte of `class` ([`grail_vocab::byte_bit`] bits; bit 127: every
-    /// character past ASCII) takes `state` to `target` by a transition that keeps every
-    /// slot, calls nothing and returns to no caller outside.
-    pub(crate) fn enters_on(
+    /// The ASCII bytes of `class` (as [`grail_vocab::byte_bit`] bits) that do not take
+    /// `state` to `target`; `None` when characters past ASCII are in the class and do not
+    /// all take it there.
+    pub(crate) fn bytes_not_entering(
         &mut self,
         state: StateId,
         frames: &[u32],
         target: StateId,
         class: u128,
-    ) -> bool {
+    ) -> Option<u128> {
+        let mut exceptions = 0u128;
         let mut ascii = class & !(1 << 127);
         while ascii != 0 {
             let bit = ascii.trailing_zeros();
@@ -229,11 +230,12 @@ impl Matcher {
             let bytes: &[u8] = if bit == 0 { &[0, 0x7F] } else { &[bit as u8] };
             for &byte in bytes {
                 if self.step_to_state(state, frames, byte) != Some(target) {
-                    return false;
+                    exceptions |= 1 << bit;
                 }
             }
         }
-        class >> 127 == 0 || self.steps_on_non_ascii_to(state, frames, target)
+        (class >> 127 == 0 || self.steps_on_non_ascii_to(state, frames, target))
+            .then_some(exceptions)
     }
 
     /// True when every character past ASCII takes `state` to `target` (see
