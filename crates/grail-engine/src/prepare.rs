@@ -196,6 +196,12 @@ impl Rewriter {
     /// Makes the item of a repetition a rule of its own when its copies would be too
     /// many nodes.
     fn hoist_if_big(&mut self, repetition: &mut Repetition) {
+        // One copy (`?`, `*`) duplicates nothing; and measuring every optional's item
+        // again at each level of nested optionals (converters write `maxLength` so) was
+        // quadratic.
+        if copies(repetition) <= 1 {
+            return;
+        }
         let item_size = self.size(&repetition.symbol);
         if item_size < HOIST_MIN_ITEM_NODES
             || item_size.saturating_mul(copies(repetition)) <= HOIST_MIN_TOTAL_NODES
