@@ -272,23 +272,22 @@ impl Converter<'_> {
         if min <= CHUNK && max.is_none_or(|max| max <= CHUNK) {
             return expr.repeat(min as u32, max.map(|max| max as u32));
         }
-        // Up to CHUNK copies per rule; the rule repeated.
-        let chunk_rule = self.declare("repeat-chunk");
-        let exact_chunk_rule = self.declare("repeat-block");
-        self.builder
-            .define(chunk_rule, expr.clone().repeat(0, Some(CHUNK as u32)))
-            .expect("new rule");
+        // Blocks of exactly CHUNK copies, so that every count has one reading (optional
+        // blocks of up to CHUNK copies each would make a long run ambiguous, and slow to
+        // match).
+        let block_rule = self.declare("repeat-block");
         self.builder
             .define(
-                exact_chunk_rule,
+                block_rule,
                 expr.clone().repeat(CHUNK as u32, Some(CHUNK as u32)),
             )
             .expect("new rule");
+        let block = Expr::Rule(block_rule);
         let mut parts = Vec::new();
         // The mandatory copies: whole blocks, then the remainder.
         let blocks = min / CHUNK;
         if blocks > 0 {
-            parts.push(self.repeat(Expr::Rule(exact_chunk_rule), blocks, Some(blocks)));
+            parts.push(self.repeat(block.clone(), blocks, Some(blocks)));
         }
         parts.push(
             expr.clone()
@@ -297,12 +296,24 @@ impl Converter<'_> {
         match max {
             None => parts.push(expr.zero_or_more()),
             Some(max) => {
+                // `optional` more copies at most, as k whole blocks and j < CHUNK copies:
+                // fewer than all the blocks with any j, or all of them with j up to the
+                // rest.
                 let optional = max - min;
-                let optional_chunks = optional / CHUNK;
-                if optional_chunks > 0 {
-                    parts.push(self.repeat(Expr::Rule(chunk_rule), 0, Some(optional_chunks)));
+                let (whole, rest) = (optional / CHUNK, optional % CHUNK);
+                if whole == 0 {
+                    parts.push(expr.repeat(0, Some(rest as u32)));
+                } else {
+                    let fewer = Expr::sequence([
+                        self.repeat(block.clone(), 0, Some(whole - 1)),
+                        expr.clone().repeat(0, Some(CHUNK as u32 - 1)),
+                    ]);
+                    let all = Expr::sequence([
+                        self.repeat(block, whole, Some(whole)),
+                        expr.repeat(0, Some(rest as u32)),
+                    ]);
+                    parts.push(Expr::choice([fewer, all]));
                 }
-                parts.push(expr.repeat(0, Some((optional % CHUNK) as u32)));
             }
         }
         Expr::Sequence(parts)

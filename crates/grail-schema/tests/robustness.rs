@@ -133,11 +133,11 @@ fn text_over_the_size_limit_is_refused_before_parsing() {
 
 #[test]
 fn lengths_past_llama_cpps_threshold_stay_exact() {
-    let grammar = compiled(&json!({"type": "string", "maxLength": 2_500}));
-    assert!(matches(&grammar, &format!("\"{}\"", "a".repeat(2_500))));
-    assert!(!matches(&grammar, &format!("\"{}\"", "a".repeat(2_501))));
-    let grammar = compiled(&json!({"type": "array", "items": {"const": 1}, "minItems": 2100}));
+    let grammar = compiled(&json!({"type": "string", "maxLength": 10_000}));
+    assert!(matches(&grammar, &format!("\"{}\"", "a".repeat(10_000))));
+    assert!(!matches(&grammar, &format!("\"{}\"", "a".repeat(10_001))));
+    let grammar = compiled(&json!({"type": "array", "items": {"const": 1}, "minItems": 3000}));
     let items = |count: usize| format!("[{}]", vec!["1"; count].join(","));
-    assert!(matches(&grammar, &items(2100)));
-    assert!(!matches(&grammar, &items(2099)));
+    assert!(matches(&grammar, &items(3000)));
+    assert!(!matches(&grammar, &items(2999)));
 }
