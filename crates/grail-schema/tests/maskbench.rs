@@ -6,7 +6,7 @@
 //! (the schemas that compile and judge every instance right; `GRAIL_UPDATE_BASELINE=1`
 //! rewrites it). Instances are written as `tests/support/corpus.rs` explains.
 //!
-//! The whole corpus takes about 90 s in a release build but half an hour unoptimized, so a
+//! The whole corpus takes about 2.5 minutes in a release build but over half an hour unoptimized, so a
 //! debug build (plain `cargo test`) runs a fixed sample: every 32nd schema of each group,
 //! compared with the baseline's entries for those schemas. `GRAIL_MASKBENCH_ALL=1` runs
 //! everything in any build; the baseline is only rewritten from a full run.
