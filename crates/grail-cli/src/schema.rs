@@ -122,10 +122,14 @@ pub fn load_schema(
     path: &Path,
     args: &SchemaArgs,
 ) -> anyhow::Result<(String, String, Result<SchemaGrammar, SchemaError>)> {
+    let options = args.options();
+    options
+        .validate()
+        .map_err(|message| anyhow::anyhow!("{message} (--item-separator / --key-separator)"))?;
     let input = read_source(path)?;
     let text = String::from_utf8(input.bytes)
         .map_err(|_| anyhow::anyhow!("`{}` is not UTF-8, so not JSON", input.name))?;
-    let result = schema_text_to_grammar(&text, &args.options());
+    let result = schema_text_to_grammar(&text, &options);
     Ok((input.name, text, result))
 }
 

@@ -129,24 +129,15 @@ pub fn schema_to_grammar(
     schema: &Value,
     options: &SchemaOptions,
 ) -> Result<SchemaGrammar, SchemaError> {
-    for (separator, mark, option) in [
-        (&options.item_separator, ',', "item_separator"),
-        (&options.key_separator, ':', "key_separator"),
-    ] {
-        if separator.trim_matches([' ', '\t', '\n', '\r']) != mark.to_string() {
-            return Err(SchemaError::Refused {
-                diagnostics: vec![
-                    SchemaDiagnostic::new(
-                        Severity::Error,
-                        "option-invalid",
-                        "",
-                        None,
-                        format!("the {option} option is {separator:?}, which is not `{mark}` with JSON whitespace around it"),
-                    )
-                    .with_help(format!("use `{mark}` or, for example, `{mark} `")),
-                ],
-            });
-        }
+    if let Err(message) = options.validate() {
+        return Err(SchemaError::Refused {
+            diagnostics: vec![
+                SchemaDiagnostic::new(Severity::Error, "option-invalid", "", None, message)
+                    .with_help(
+                        "use `,` and `:`, or with JSON whitespace around them: `, ` and `: `",
+                    ),
+            ],
+        });
     }
     let mut converter = Converter::new(schema, options);
     let root_shape = converter.read("");

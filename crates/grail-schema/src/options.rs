@@ -168,6 +168,22 @@ impl SchemaOptions {
         }
     }
 
+    /// Checks the options a schema cannot make wrong: the separators must be `,` and `:`
+    /// with nothing but JSON whitespace around them. The error says which one is not.
+    pub fn validate(&self) -> Result<(), String> {
+        for (separator, mark, option) in [
+            (&self.item_separator, ",", "item_separator"),
+            (&self.key_separator, ":", "key_separator"),
+        ] {
+            if separator.trim_matches([' ', '\t', '\n', '\r']) != mark {
+                return Err(format!(
+                    "the {option} option is {separator:?}, which is not `{mark}` with JSON whitespace around it"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// True when following llama.cpp's readings.
     pub fn llama_dialect(&self) -> bool {
         self.dialect == Dialect::LlamaCpp

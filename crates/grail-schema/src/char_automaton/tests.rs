@@ -1,4 +1,3 @@
-
 use super::*;
 use proptest::prelude::*;
 use std::time::{Duration, Instant};

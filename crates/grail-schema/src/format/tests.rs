@@ -1,4 +1,3 @@
-
 use super::*;
 use grail_engine::{CompiledGrammar, Matcher};
 use rand::rngs::SmallRng;
