@@ -1,3 +1,5 @@
+use std::cmp::Ordering;
+
 use super::*;
 use grail_engine::{CompiledGrammar, Matcher};
 use proptest::prelude::*;
