@@ -43,6 +43,20 @@ struct Layout {
     tracked: Vec<String>,
 }
 
+impl Layout {
+    /// Whether the presence conditions hold when the tracked names written are `bits`.
+    fn conditions_hold(&self, bits: u32) -> bool {
+        self.presence.iter().all(|condition| {
+            condition.holds(&|property: &str| {
+                self.tracked
+                    .iter()
+                    .position(|known| known == property)
+                    .is_some_and(|bit| bits & (1 << bit) != 0)
+            })
+        })
+    }
+}
+
 /// Most property names presence conditions may mention in one object (the grammar has a
 /// state for each combination of them).
 const MAX_TRACKED_NAMES: usize = 12;
@@ -482,6 +496,18 @@ impl Converter<'_> {
         name: &str,
         memo: &mut HashMap<(u64, u64), RuleId>,
     ) -> Expr {
+        // One level per property written: counts up to the cap recurse deeply.
+        grail_syntax::stack::deep(|| self.rest_any_order_in(layout, state, cap, name, memo))
+    }
+
+    fn rest_any_order_in(
+        &mut self,
+        layout: &Layout,
+        state: (u64, u64),
+        cap: u64,
+        name: &str,
+        memo: &mut HashMap<(u64, u64), RuleId>,
+    ) -> Expr {
         if let Some(&rule) = memo.get(&state) {
             return Expr::Rule(rule);
         }
@@ -527,15 +553,7 @@ impl Converter<'_> {
             .filter(|(index, _)| written & (1 << index) != 0)
             .filter_map(|(_, slot)| slot.tracked)
             .fold(0u32, |bits, bit| bits | 1 << bit);
-        let conditions_hold = layout.presence.iter().all(|condition| {
-            condition.holds(&|property: &str| {
-                layout
-                    .tracked
-                    .iter()
-                    .position(|known| known == property)
-                    .is_some_and(|bit| bits & (1 << bit) != 0)
-            })
-        });
+        let conditions_hold = layout.conditions_hold(bits);
         if all_required && conditions_hold && count >= layout.min {
             choices.push(Expr::Empty);
         }
@@ -583,15 +601,7 @@ impl Converter<'_> {
                 Expr::sequence([self.item_separator(), space.clone()])
             }
         };
-        let conditions_hold = layout.presence.iter().all(|condition| {
-            condition.holds(&|property: &str| {
-                layout
-                    .tracked
-                    .iter()
-                    .position(|known| known == property)
-                    .is_some_and(|bit| bits & (1 << bit) != 0)
-            })
-        });
+        let conditions_hold = layout.conditions_hold(bits);
         let within = |written: u64| {
             conditions_hold && written >= layout.min && layout.max.is_none_or(|max| written <= max)
         };
