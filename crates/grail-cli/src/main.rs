@@ -75,6 +75,7 @@ enum Command {
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
@@ -92,5 +93,17 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+/// Ends the process quietly when the reader of its output goes away (`grail schema s.json
+/// | head`), as Unix tools do, rather than panicking in `println!`: Rust ignores SIGPIPE
+/// by default, this restores the default action.
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; setting a
+    // signal's action to the default has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

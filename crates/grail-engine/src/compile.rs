@@ -13,8 +13,8 @@ use std::sync::Arc;
 use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
 
 use crate::counted::{
-    CountedCopy, TWIN_MIN_COPIES, bounded_repetition_of, optional_chain, same_node_shape,
-    same_shape,
+    CountedCopy, TWIN_MIN_COPIES, bounded_repetition_of, json_unit_starts, optional_chain,
+    same_node_shape, same_shape,
 };
 use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
@@ -432,11 +432,20 @@ impl GraphBuilder<'_, '_> {
                 let first = self.split_targets.len() as u32;
                 self.split_targets.extend_from_slice(&[0, next]);
                 let loop_head = self.push(Node::Split { first, count: 2 })?;
+                let body_first = self.nodes.len();
                 let body = self.symbol(&repetition.symbol, loop_head)?;
                 self.split_targets[first as usize] = body;
+                let counted_before = self.counted.len();
+                let mut copies = Vec::new();
                 let mut start = loop_head;
                 for _ in 0..repetition.min {
+                    let copy_first = self.nodes.len();
                     start = self.symbol(&repetition.symbol, start)?;
+                    copies.push((copy_first, self.nodes.len()));
+                }
+                // `char{8,}` (a `minLength`): each mandatory copy reads as the loop.
+                if repetition.min >= 2 && self.counted.len() == counted_before {
+                    self.count_minimum_copies(body_first, body, &copies);
                 }
                 Ok(start)
             }
@@ -444,7 +453,6 @@ impl GraphBuilder<'_, '_> {
     }
 }
 
-/// The ASCII members of a set, bit `c` for code point `c`.
 /// Whether `set` holds every scalar past ASCII (`Some(true)`), none (`Some(false)`), or
 /// some.
 fn all_non_ascii(set: &ScalarSet) -> Option<bool> {
@@ -503,10 +511,14 @@ impl GraphBuilder<'_, '_> {
         // Copies as node ranges, in the order built: back to front, so the first built
         // is the last matched.
         let mut optional: Vec<(usize, usize)> = Vec::new();
+        let mut first_entry = next;
         let mut start = next;
         for _ in min..max {
             let first = self.nodes.len();
             let body = self.symbol(symbol, start)?;
+            if optional.is_empty() {
+                first_entry = body;
+            }
             optional.push((first, self.nodes.len()));
             start = self.split(&[body, next])?;
         }
@@ -518,19 +530,21 @@ impl GraphBuilder<'_, '_> {
         }
         // Repetitions with twins inside the copies keep theirs (twins do not nest).
         if max - min >= TWIN_MIN_COPIES && self.counted.len() == counted_before {
-            self.twin(symbol, &optional, &mandatory, next)?;
+            self.twin(symbol, &optional, first_entry, &mandatory, next)?;
         }
         Ok(start)
     }
 
     /// Builds `symbol{m} symbol*` before `next` (`m` the mandatory copies) beside the
     /// copies of a bounded repetition (node ranges as built, see
-    /// [`GraphBuilder::bounded_repetition`]) and records each copy's counterpart in it,
-    /// when every copy is laid out alike and holds only characters and splits.
+    /// [`GraphBuilder::bounded_repetition`]; the first is entered at `first_entry`) and
+    /// records each copy's counterpart in it, when every copy is laid out alike and holds
+    /// only characters and splits.
     fn twin(
         &mut self,
         symbol: &grail_grammar::Symbol,
         optional: &[(usize, usize)],
+        first_entry: NodeId,
         mandatory: &[(usize, usize)],
         next: NodeId,
     ) -> Result<(), CompileError> {
@@ -562,43 +576,14 @@ impl GraphBuilder<'_, '_> {
             twin_start = self.symbol(symbol, twin_start)?;
         }
         let end_of_twin = self.nodes.len();
-        // Node for node the same kind, and every edge inside the copy going to the same
-        // place relative to it (edges out of it leave both).
-        let leads_alike = |copy: usize, twin: usize, a: NodeId, b: NodeId| {
-            let inside = |base: usize, node: NodeId| {
-                (node as usize)
-                    .checked_sub(base)
-                    .filter(|&offset| offset < len)
-            };
-            inside(copy, a) == inside(twin, b)
-        };
-        let alike = |copy: usize, twin: usize| {
-            (0..len).all(|offset| {
-                let (a, b) = (self.nodes[copy + offset], self.nodes[twin + offset]);
-                same_node_shape(a, b)
-                    && match (a, b) {
-                        (Node::Split { first: x, count }, Node::Split { first: y, .. }) => {
-                            (0..count as usize).all(|k| {
-                                let (a, b) = (
-                                    self.split_targets[x as usize + k],
-                                    self.split_targets[y as usize + k],
-                                );
-                                leads_alike(copy, twin, a, b)
-                            })
-                        }
-                        _ => match (node_next(a), node_next(b)) {
-                            (Some(a), Some(b)) => leads_alike(copy, twin, a, b),
-                            _ => true,
-                        },
-                    }
-            })
-        };
         let laid_out_alike = end_of_twin - loop_body == len * (1 + mandatory.len())
-            && optional.iter().all(|&(copy, _)| alike(copy, loop_body))
+            && optional
+                .iter()
+                .all(|&(copy, _)| self.laid_out_alike(copy, loop_body, len))
             && mandatory
                 .iter()
                 .zip(&twin_mandatory)
-                .all(|(&(copy, _), &twin)| alike(copy, twin));
+                .all(|(&(copy, _), &twin)| self.laid_out_alike(copy, twin, len));
         if !laid_out_alike {
             return Ok(());
         }
@@ -609,6 +594,14 @@ impl GraphBuilder<'_, '_> {
             )]))),
             _ => None,
         };
+        let json_char_starts = json_unit_starts(
+            &self.nodes,
+            &self.split_targets,
+            &self.classes,
+            first,
+            end,
+            first_entry,
+        );
         // Copies left from each one to the end, itself included: the optional ones count
         // up as built, the mandatory ones go on from there.
         let remaining = 1u32..;
@@ -624,9 +617,99 @@ impl GraphBuilder<'_, '_> {
                 remaining: left,
                 twin: twin as NodeId,
                 class_bytes,
+                json_char_starts,
+                minimum: false,
             });
         }
         Ok(())
+    }
+}
+
+impl GraphBuilder<'_, '_> {
+    /// True when the `len` nodes from `copy` and from `twin` are node for node the same
+    /// kind, every edge inside one going to the same place relative to it as in the other
+    /// (edges out of them leave both).
+    fn laid_out_alike(&self, copy: usize, twin: usize, len: usize) -> bool {
+        let leads_alike = |a: NodeId, b: NodeId| {
+            let inside = |base: usize, node: NodeId| {
+                (node as usize)
+                    .checked_sub(base)
+                    .filter(|&offset| offset < len)
+            };
+            inside(copy, a) == inside(twin, b)
+        };
+        (0..len).all(|offset| {
+            let (a, b) = (self.nodes[copy + offset], self.nodes[twin + offset]);
+            same_node_shape(a, b)
+                && match (a, b) {
+                    (Node::Split { first: x, count }, Node::Split { first: y, .. }) => {
+                        (0..count as usize).all(|k| {
+                            leads_alike(
+                                self.split_targets[x as usize + k],
+                                self.split_targets[y as usize + k],
+                            )
+                        })
+                    }
+                    _ => match (node_next(a), node_next(b)) {
+                        (Some(a), Some(b)) => leads_alike(a, b),
+                        _ => true,
+                    },
+                }
+        })
+    }
+
+    /// Records the mandatory copies of `X{m,}` (node ranges as built) as counted copies
+    /// of the loop `X*` (its body at `body_first..body_first + len`, entered at
+    /// `body_entry`) when `X` is one JSON string character and every copy is laid out
+    /// like the body: a mask in the `k`-th copy from the end is the loop's, less the
+    /// tokens that end the string within `k` characters (see `counted.rs`).
+    fn count_minimum_copies(
+        &mut self,
+        body_first: usize,
+        body_entry: NodeId,
+        copies: &[(usize, usize)],
+    ) {
+        let Some(&(first, end)) = copies.first() else {
+            return;
+        };
+        let len = end - first;
+        let inline_only = self.nodes[body_first..body_first + len].iter().all(|node| {
+            matches!(
+                node,
+                Node::Char { .. } | Node::Class { .. } | Node::Any { .. } | Node::Split { .. }
+            )
+        });
+        if len == 0
+            || !inline_only
+            || copies.iter().any(|&(a, b)| b - a != len)
+            || !copies
+                .iter()
+                .all(|&(copy, _)| self.laid_out_alike(copy, body_first, len))
+        {
+            return;
+        }
+        let Some(starts) = json_unit_starts(
+            &self.nodes,
+            &self.split_targets,
+            &self.classes,
+            body_first,
+            body_first + len,
+            body_entry,
+        ) else {
+            return;
+        };
+        // Built back to front: the last built is matched first, with every copy left.
+        for (&(copy, _), left) in copies.iter().zip(1u32..) {
+            self.counted.push(CountedCopy {
+                first: copy as NodeId,
+                len: len as u32,
+                remaining: left,
+                twin: body_first as NodeId,
+                class_bytes: None,
+                json_char_starts: Some(starts),
+                minimum: true,
+            });
+        }
     }
 }
 
@@ -651,6 +734,7 @@ fn byte_bits(set: &ScalarSet) -> u128 {
     (ascii & !(1 | 1 << 0x7F)) | u128::from(del_or_nul) | u128::from(past_ascii) << 127
 }
 
+/// The ASCII members of a set, bit `c` for code point `c`.
 fn ascii_bitmap(set: &ScalarSet) -> u128 {
     (0..128u32)
         .filter(|&code_point| set.contains(code_point))

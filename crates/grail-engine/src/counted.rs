@@ -25,6 +25,7 @@ use rustc_hash::FxHashSet;
 
 use crate::compile::{Node, NodeId};
 use crate::matcher::{Item, Matcher};
+use crate::ranges::ScalarSet;
 
 /// Repetitions with fewer optional copies than this get no twin (a token rarely stays
 /// that far from their bound).
@@ -45,6 +46,120 @@ pub(crate) struct CountedCopy {
     /// [`grail_vocab::byte_bit`] bits (bit 127 for any byte past ASCII), so the bound is
     /// the longest run of such bytes a token starts with rather than the longest token.
     pub(crate) class_bytes: Option<u128>,
+    /// When the repeated symbol is exactly one JSON string character (as itself or one
+    /// escape, see [`json_unit_starts`]): the offsets in the copy of its first consuming
+    /// nodes, as bits, so the bound is the most such characters a token starts with.
+    pub(crate) json_char_starts: Option<u64>,
+    /// True for a mandatory copy of `X{m,}` (one JSON string character), `remaining`
+    /// counting the mandatory copies left and `twin` the loop `X*` itself: a mask reads
+    /// it as the loop, less the tokens that end the string too soon.
+    pub(crate) minimum: bool,
+}
+
+/// Most paths through a copy that [`json_unit_starts`] reads.
+const MAX_UNIT_PATHS: usize = 64;
+
+/// When every way through one copy (nodes `first..end`, entered at `entry`; only
+/// characters and splits) spells exactly one JSON string character as `grail-vocab`'s
+/// `json_units` counts them (a character other than `"`, `\` and controls; `\` and one
+/// of `"\/bfnrt`; `\u` and four hex digits that are not a high surrogate; or a high then
+/// a low surrogate escape): the offsets of the copy's first consuming nodes, as bits.
+pub(crate) fn json_unit_starts(
+    nodes: &[Node],
+    split_targets: &[NodeId],
+    classes: &[ScalarSet],
+    first: usize,
+    end: usize,
+    entry: NodeId,
+) -> Option<u64> {
+    if end - first > 64 {
+        return None;
+    }
+    let inside = |node: NodeId| (first..end).contains(&(node as usize));
+    // Every path as the sets of characters it consumes, depth first.
+    let mut paths: Vec<Vec<ScalarSet>> = Vec::new();
+    let mut starts = 0u64;
+    let mut stack: Vec<(NodeId, Vec<ScalarSet>)> = vec![(entry, Vec::new())];
+    while let Some((node, path)) = stack.pop() {
+        if !inside(node) {
+            paths.push(path);
+            if paths.len() > MAX_UNIT_PATHS {
+                return None;
+            }
+            continue;
+        }
+        if path.len() > 12 || stack.len() > MAX_UNIT_PATHS {
+            return None;
+        }
+        let (set, next) = match nodes[node as usize] {
+            Node::Split {
+                first: targets,
+                count,
+            } => {
+                for &target in &split_targets[targets as usize..(targets + count) as usize] {
+                    stack.push((target, path.clone()));
+                }
+                continue;
+            }
+            Node::Char { code_point, next } => {
+                (ScalarSet::from_ranges([(code_point, code_point)]), next)
+            }
+            Node::Class { set, next } => (classes[set as usize].clone(), next),
+            Node::Any { next } => (ScalarSet::all(), next),
+            _ => return None,
+        };
+        if path.is_empty() {
+            starts |= 1 << (node as usize - first);
+        }
+        let mut path = path;
+        path.push(set);
+        stack.push((next, path));
+    }
+    paths
+        .iter()
+        .all(|path| is_one_json_unit(path))
+        .then_some(starts)
+}
+
+/// True when every string the sets spell (one character from each) is one JSON string
+/// character (see [`json_unit_starts`]).
+fn is_one_json_unit(path: &[ScalarSet]) -> bool {
+    let set_of =
+        |characters: &str| ScalarSet::from_ranges(characters.chars().map(|c| (c as u32, c as u32)));
+    let within = |set: &ScalarSet, allowed: &str| set.difference(&set_of(allowed)).is_empty();
+    let meets = |set: &ScalarSet, some: &str| !set.intersection(&set_of(some)).is_empty();
+    let only =
+        |set: &ScalarSet, character: char| set.ranges() == [(character as u32, character as u32)];
+    const HEX: &str = "0123456789abcdefABCDEF";
+    let hex = |sets: &[ScalarSet]| sets.iter().all(|set| within(set, HEX));
+    match path {
+        [set] => {
+            let not_itself =
+                ScalarSet::from_ranges([(0, 0x1F), ('"' as u32, '"' as u32)]).union(&set_of("\\"));
+            !set.is_empty() && set.intersection(&not_itself).is_empty()
+        }
+        [backslash, escaped] => only(backslash, '\\') && within(escaped, "\"\\/bfnrt"),
+        // `\uXXXX`, never the high half of a surrogate pair (that reading would go on).
+        [backslash, u, digits @ ..] if digits.len() == 4 => {
+            only(backslash, '\\')
+                && only(u, 'u')
+                && hex(digits)
+                && !(meets(&digits[0], "Dd") && meets(&digits[1], "89ABab"))
+        }
+        [backslash, u, h0, h1, h2, h3, backslash2, u2, d, low, l2, l3] => {
+            only(backslash, '\\')
+                && only(u, 'u')
+                && within(h0, "Dd")
+                && within(h1, "89ABab")
+                && hex(&[h2.clone(), h3.clone()])
+                && only(backslash2, '\\')
+                && only(u2, 'u')
+                && within(d, "Dd")
+                && within(low, "CDEFcdef")
+                && hex(&[l2.clone(), l3.clone()])
+        }
+        _ => false,
+    }
 }
 
 /// `(X (X (X)?)?)?` written out (as JSON Schema converters do for `maxLength`): the
@@ -164,9 +279,10 @@ impl Matcher {
             .graph()
             .counted
             .iter()
-            .map(|copy| match copy.class_bytes {
-                Some(bytes) => index.longest_run(bytes),
-                None => index.longest_text(),
+            .map(|copy| match (copy.class_bytes, copy.json_char_starts) {
+                (Some(bytes), _) => index.longest_run(bytes),
+                (None, Some(_)) => index.longest_json_units(),
+                (None, None) => index.longest_text(),
             })
             .collect();
         self.twin_bounds = Some(bounds.clone());
@@ -178,11 +294,27 @@ impl Matcher {
 pub(crate) struct TwinPlan {
     /// The current items with those in far copies moved to the twin.
     pub(crate) items: Vec<Item>,
-    /// When the copies are within a token's reach of the bound: the twin's mask holds
-    /// too many tokens, exactly those starting with more than `run` bytes of `class`
-    /// (to remove from it).
-    pub(crate) too_long: Option<(u128, u32)>,
+    /// When the copies are within a token's reach of the bound: the tokens of the twin's
+    /// mask that are too long (to remove from it).
+    pub(crate) too_long: Option<TooLong>,
 }
+
+/// The tokens too long for the copies left near a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TooLong {
+    /// Those starting with more than `run` bytes of the byte class (as
+    /// [`grail_vocab::byte_bit`] bits).
+    Run { class: u128, run: u32 },
+    /// Those starting with more than this many JSON string characters (see
+    /// [`grail_vocab::VocabularyIndex::json_units`]).
+    JsonUnits(u32),
+    /// Those ending the string after fewer than this many JSON string characters.
+    JsonStringEndsWithin(u32),
+}
+
+/// The bytes that begin a JSON string character (as [`grail_vocab::byte_bit`] bits, bit
+/// 127 for the bytes past ASCII): everything from the space on, but `"`.
+const JSON_UNIT_START_ASCII: u128 = !0u128 << 32 & !(1u128 << b'"');
 
 impl Matcher {
     /// For a mask: whether some current items sit in copies of a bounded repetition whose
@@ -211,24 +343,36 @@ impl Matcher {
         };
         let mut moved: Option<Vec<Item>> = None;
         let mut is_moved = vec![false; items.len()];
-        let mut near: Option<(u128, u32)> = None;
+        let mut near: Option<TooLong> = None;
         let mut near_consistent = true;
         let mut far = false;
         for (position, item) in items.iter().enumerate() {
             let Some((copy, bound)) = copy_of(item.node) else {
                 continue;
             };
-            if copy.remaining >= bound {
+            if copy.remaining >= bound && !copy.minimum {
                 far = true;
             } else {
-                match copy.class_bytes {
-                    Some(bytes) if bytes >> 127 == 0 && copy.len == 1 => {
-                        let wanted = (bytes, copy.remaining);
-                        near_consistent &= near.is_none_or(|known| known == wanted);
-                        near = Some(wanted);
+                let at_character_start = |starts: u64| {
+                    item.partial.is_none() && starts >> (item.node - copy.first) & 1 == 1
+                };
+                let wanted = match (copy.class_bytes, copy.json_char_starts) {
+                    (None, Some(starts)) if copy.minimum && at_character_start(starts) => {
+                        TooLong::JsonStringEndsWithin(copy.remaining)
+                    }
+                    _ if copy.minimum => continue,
+                    (Some(bytes), _) if bytes >> 127 == 0 && copy.len == 1 => TooLong::Run {
+                        class: bytes,
+                        run: copy.remaining,
+                    },
+                    // At a character's start only (the counts read from one).
+                    (None, Some(starts)) if at_character_start(starts) => {
+                        TooLong::JsonUnits(copy.remaining)
                     }
                     _ => continue,
-                }
+                };
+                near_consistent &= near.is_none_or(|known| known == wanted);
+                near = Some(wanted);
             }
             let moved = moved.get_or_insert_with(|| items.to_vec());
             moved[position].node = copy.twin + (item.node - copy.first);
@@ -237,24 +381,40 @@ impl Matcher {
         let mut moved = moved?;
         let too_long = match near {
             None => None,
-            Some((class, run)) => {
-                // Every other item must refuse every byte of the class (and match no
-                // token by id, which the correction knows nothing of).
+            Some(too_long) => {
+                // The bytes the repetition goes on with: no other item may take one (nor
+                // match a token by id, which the correction knows nothing of), so the
+                // repetition's copies alone decide how many of them a token may start
+                // with.
+                let (class, takes_past_ascii) = match too_long {
+                    TooLong::Run { class, .. } => (class, false),
+                    TooLong::JsonUnits(_) | TooLong::JsonStringEndsWithin(_) => {
+                        (JSON_UNIT_START_ASCII, true)
+                    }
+                };
                 let others_refuse = items.iter().zip(&is_moved).all(|(item, &moved)| {
                     moved
                         || !item.partial.is_none()
                         || match graph.nodes[item.node as usize] {
                             Node::Char { code_point, .. } => {
-                                code_point >= 128 || class >> code_point & 1 == 0
+                                if code_point >= 128 {
+                                    !takes_past_ascii
+                                } else {
+                                    class >> code_point & 1 == 0
+                                }
                             }
-                            Node::Class { set, .. } => graph.class_ascii[set as usize] & class == 0,
+                            Node::Class { set, .. } => {
+                                graph.class_ascii[set as usize] & class == 0
+                                    && (!takes_past_ascii
+                                        || graph.class_all_non_ascii[set as usize] == Some(false))
+                            }
                             _ => false,
                         }
                 });
                 if far || !near_consistent || !others_refuse || class & 1 != 0 {
                     return None;
                 }
-                Some((class, run))
+                Some(too_long)
             }
         };
         moved.sort_unstable_by_key(|item| (item.node, item.partial.to_bits(), item.frame));

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use grail_vocab::{TokenBitmask, VocabularyIndex, set_ids};
 
 use crate::compile::{CompiledGrammar, Node};
+use crate::counted::TooLong;
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
 use crate::matcher::{Item, Matcher};
@@ -146,7 +147,7 @@ impl Matcher {
         let Some(plan) = self.twin_plan(&index) else {
             return self.fill_mask_here(&index, mask);
         };
-        let Some((class, run)) = plan.too_long else {
+        let Some(too_long) = plan.too_long else {
             return self.fill_twin_mask(&index, &plan.items, mask);
         };
         let mut key = Vec::new();
@@ -155,7 +156,11 @@ impl Matcher {
             return;
         }
         self.fill_twin_mask(&index, &plan.items, mask);
-        let too_long = index.tokens_with_run_longer_than(class, run);
+        let too_long = match too_long {
+            TooLong::Run { class, run } => index.tokens_with_run_longer_than(class, run),
+            TooLong::JsonUnits(units) => index.tokens_with_json_units_more_than(units),
+            TooLong::JsonStringEndsWithin(units) => index.tokens_ending_json_string_within(units),
+        };
         for (word, too_long) in mask.words_mut().iter_mut().zip(too_long.iter()) {
             *word &= !too_long;
         }

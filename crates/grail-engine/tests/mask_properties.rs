@@ -400,3 +400,82 @@ proptest! {
         check_walk_after(&grammar, seed, strings_vocabulary(&units, 4), 8, &prefix)?;
     }
 }
+
+/// A JSON string character as converters write it: itself, a short escape, `\u` with four
+/// hex digits, or a surrogate pair.
+const JSON_CHAR: &str = r#"char ::= [^\x00-\x1F"\\\x7F] | "\\" (["/\\bfnrt] | "u" ([0-9A-CE-Fa-ce-f] [0-9A-Fa-f] [0-9A-Fa-f] [0-9A-Fa-f] | [Dd] [0-7] [0-9A-Fa-f] [0-9A-Fa-f]) | "u" [Dd] [8-9A-Ba-b] [0-9A-Fa-f] [0-9A-Fa-f] "\\u" [Dd] [C-Fc-f] [0-9A-Fa-f] [0-9A-Fa-f])"#;
+
+/// Strings of one to three units over letters, `é`, a quote, a comma and the pieces of
+/// escapes, plus whole escapes, surrogate pairs and their halves, and long runs.
+fn json_string_vocabulary() -> Arc<VocabularyIndex> {
+    let units: [&[u8]; 11] = [
+        b"a",
+        "é".as_bytes(),
+        b"\\",
+        b"n",
+        b"u",
+        b"0",
+        b"d",
+        b"8",
+        b"c",
+        b"\"",
+        b",",
+    ];
+    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
+    tokens.extend(strings_over(&units, 3));
+    for extra in [
+        "\\u00e9",
+        "\\u00",
+        "e9",
+        "\\ud83d",
+        "\\ude00",
+        "\\ud83d\\ude00",
+        "a\\ud83d\\ude00\",",
+        "\\ud83d\\u",
+        "aaaaaa",
+        "aaaaaaaaaaaa",
+        "aaaaaaaaa\",",
+        "é世界\"",
+    ] {
+        tokens.push(extra.as_bytes().to_vec());
+    }
+    let mut kinds = vec![TokenKind::Text; tokens.len()];
+    kinds[0] = TokenKind::Special;
+    Arc::new(VocabularyIndex::new(Vocabulary::new(
+        "json strings",
+        tokens,
+        kinds,
+        vec![0],
+        None,
+    )))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Strings with a `maxLength` or a `minLength` (`char{0,n}`, `char{m,n}`, `char{m,}`):
+    /// masks read the copies as the loop, less the tokens with more characters than
+    /// copies remain, or less those that end the string too soon (characters counted as
+    /// written: escapes and surrogate pairs are one); they must equal brute force, also
+    /// where the count cannot be used (a copy that is not one character, something after
+    /// the string that takes a character).
+    #[test]
+    fn masks_equal_brute_force_in_json_strings_with_lengths(seed in any::<u64>(), which in 0usize..8) {
+        let grammars = [
+            "root ::= ( \"\\\"\" char{0,10} \"\\\"\" \",\" )*",
+            "root ::= ( \"\\\"\" char{3,12} \"\\\"\" \",\" )*",
+            "root ::= ( \"\\\"\" char{4,} \"\\\"\" \",\" )*",
+            "root ::= ( \"\\\"\" char{2,} \"\\\"\" \",\" )*",
+            "root ::= ( \"\\\"\" char{0,40} \"\\\"\" \",\" )*",
+            // Something after the string takes a character: no count.
+            "root ::= ( \"\\\"\" char{0,10} ( \"\\\"\" | \"a\" ) \",\" )*",
+            // A copy that is not one character (an escape JSON does not have).
+            "root ::= ( \"\\\"\" ( [a-z] | \"\\\\\" \"x\" | \"\\\\n\" ){0,10} \"\\\"\" \",\" )*",
+            "root ::= ( \"\\\"\" ( [a-z] | \"\\\\u\" [0-9a-f]{4} ){3,} \"\\\"\" \",\" )*",
+        ];
+        let text = format!("{}\n{JSON_CHAR}", grammars[which]);
+        let grammar = CompiledGrammar::from_gbnf(&text)
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        check_walk_with(&grammar, seed, json_string_vocabulary(), 24)?;
+    }
+}

@@ -305,14 +305,21 @@ impl CharDfa {
     }
 
     /// The strings as a grammar over their canonical JSON encoding (between the quotes,
-    /// see [`json_text::encoded_set`]): one rule per state, right-linear
-    /// (`state ::= encoded(class) next | ... | ""`), declared in `builder` with names made
+    /// see [`json_text::encoded_set`]), each followed by `end` (the closing quote, or
+    /// `Expr::Empty`): one rule per state, right-linear
+    /// (`state ::= encoded(class) next | ... | end`), declared in `builder` with names made
     /// from `name`; returns the expression of the start state. Transitions to one target
-    /// make one class; a state that accepts and has no transitions is written as nothing
+    /// make one class; a state that accepts and has no transitions is written as `end`
     /// after the character leading to it. The empty language gives `Expr::Chars` of the
     /// empty set (as [`pattern::pattern_expr`] does), the language of the empty string
-    /// `Expr::Empty`.
-    pub fn to_expr(&self, builder: &mut GrammarBuilder, name: &str) -> Result<Expr, BuildError> {
+    /// `end`. Writing `end` inside the rules keeps a looping state from returning to its
+    /// caller after every character (the mask engine serves such loops far faster).
+    pub fn to_expr(
+        &self,
+        builder: &mut GrammarBuilder,
+        name: &str,
+        end: &Expr,
+    ) -> Result<Expr, BuildError> {
         if self.is_empty() {
             return Ok(Expr::Chars(CharSet::new([], false)));
         }
@@ -329,11 +336,11 @@ impl CharDfa {
             })
             .collect();
         let Some(start) = rules[0] else {
-            return Ok(Expr::Empty);
+            return Ok(end.clone());
         };
         for (state, rule) in rules.iter().enumerate() {
             if let Some(rule) = *rule {
-                builder.define(rule, self.state_expr(state, &rules, &class_ranges))?;
+                builder.define(rule, self.state_expr(state, &rules, &class_ranges, end))?;
             }
         }
         Ok(Expr::Rule(start))
@@ -345,6 +352,7 @@ impl CharDfa {
         state: usize,
         rules: &[Option<RuleId>],
         class_ranges: &[Vec<(u32, u32)>],
+        end: &Expr,
     ) -> Expr {
         let mut ranges_by_target: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
         for (class, &next) in self.row(state).iter().enumerate() {
@@ -355,30 +363,42 @@ impl CharDfa {
                     .extend_from_slice(&class_ranges[class]);
             }
         }
+        let encoded = |ranges: Vec<(u32, u32)>| {
+            let ranges = code_point_ranges(&merged_ranges(ranges));
+            let single = match ranges[..] {
+                [(first, last)] if first == last => char::from_u32(first),
+                _ => None,
+            };
+            match single {
+                Some(character) => json_text::encoded_char(character),
+                None => json_text::encoded_set(&CharSet::new(ranges, false)),
+            }
+        };
+        // The characters that stay in this state are a loop inside its rule (`c* (...)`,
+        // the same language as `c state | ...`): a loop the mask engine serves with a
+        // precomputed slice of the vocabulary, where a call per character could not be.
+        let staying = ranges_by_target.remove(&(state as u32)).map(encoded);
         let mut alternatives: Vec<Expr> = ranges_by_target
             .into_iter()
             .map(|(next, ranges)| {
-                let ranges = code_point_ranges(&merged_ranges(ranges));
-                let single = match ranges[..] {
-                    [(first, last)] if first == last => char::from_u32(first),
-                    _ => None,
-                };
-                let characters = match single {
-                    Some(character) => json_text::encoded_char(character),
-                    None => json_text::encoded_set(&CharSet::new(ranges, false)),
-                };
+                let characters = encoded(ranges);
                 match rules[next as usize] {
                     Some(rule) => Expr::sequence([characters, Expr::Rule(rule)]),
-                    None => characters,
+                    None if *end == Expr::Empty => characters,
+                    None => Expr::sequence([characters, end.clone()]),
                 }
             })
             .collect();
         if self.accepting[state] {
-            alternatives.push(Expr::Empty);
+            alternatives.push(end.clone());
         }
-        match alternatives.len() {
+        let leaving = match alternatives.len() {
             1 => alternatives.pop().unwrap_or(Expr::Empty),
             _ => Expr::Choice(alternatives),
+        };
+        match staying {
+            Some(staying) => Expr::sequence([staying.zero_or_more(), leaving]),
+            None => leaving,
         }
     }
 

@@ -261,15 +261,23 @@ impl Converter<'_> {
                 self.primitive(crate::emit::Primitive::String)
             } else {
                 let rule_name = format!("{value_name}-k");
-                let others = if self.options.llama_dialect() {
+                let quote = Expr::literal("\"");
+                if self.options.llama_dialect() {
                     let char = self.primitive(crate::emit::Primitive::Char);
-                    excluding_llama(written, &char, &mut |expr| self.wrap_rule(expr, &rule_name))
+                    let others = excluding_llama(written, &char, &mut |expr| {
+                        self.wrap_rule(expr, &rule_name)
+                    });
+                    let others = self.wrap_rule(others, &rule_name);
+                    Expr::sequence([quote.clone(), others, quote])
                 } else {
+                    // The closing quote is written inside the trie's rules (see `excluding`).
                     let any = self.primitive(crate::emit::Primitive::CanonicalChar);
-                    excluding(written, &any, &mut |expr| self.wrap_rule(expr, &rule_name))
-                };
-                let others = self.wrap_rule(others, &rule_name);
-                Expr::sequence([Expr::literal("\""), others, Expr::literal("\"")])
+                    let others = excluding(written, &any, &quote, &mut |expr| {
+                        self.wrap_rule(expr, &rule_name)
+                    });
+                    let others = self.wrap_rule(others, &rule_name);
+                    Expr::sequence([quote, others])
+                }
             };
             let pair = Expr::sequence([key, self.key_separator(), space, value]);
             return Some(Some(self.wrap_rule(pair, &format!("{value_name}-kv"))));
@@ -342,15 +350,16 @@ impl Converter<'_> {
                 );
             }
             let kind_name = format!("{value_name}-{}", choices.len());
-            let key = match language.to_expr(&mut self.builder, &format!("{kind_name}-k")) {
+            // The closing quote inside the key's rules (see `CharDfa::to_expr`).
+            let quote = Expr::literal("\"");
+            let key = match language.to_expr(&mut self.builder, &format!("{kind_name}-k"), &quote) {
                 Ok(key) => key,
                 Err(_) => return None,
             };
             let value = self.emit_as_rule(&shape, &kind_name);
             let pair = Expr::sequence([
-                Expr::literal("\""),
+                quote,
                 key,
-                Expr::literal("\""),
                 space.clone(),
                 self.key_separator(),
                 space.clone(),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::bitmask::set_ids;
+use crate::json_units::JsonUnits;
 use crate::loop_slice::{LoopSlice, MAX_LOOP_SLICES};
 use crate::memo::Memo;
 use crate::trie::TokenTrie;
@@ -14,6 +15,16 @@ const MAX_REMEMBERED_RUNS: usize = 256;
 
 /// Most (class, run) pairs whose long-run tokens an index remembers (a mask each).
 const MAX_REMEMBERED_LONG_RUNS: usize = 64;
+
+/// Most unit counts whose long tokens an index remembers (a mask each).
+const MAX_REMEMBERED_LONG_UNITS: usize = 64;
+
+/// Which tokens a mask of JSON string characters selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JsonUnitBound {
+    MoreThan(u32),
+    EndingWithin(u32),
+}
 
 /// A vocabulary with the structures token masks need.
 #[derive(Debug, Clone)]
@@ -29,6 +40,11 @@ pub struct VocabularyIndex {
     /// Tokens with long runs by (byte class, run) (see
     /// [`VocabularyIndex::tokens_with_run_longer_than`]).
     long_runs: Memo<(u128, u32), Arc<[u32]>>,
+    /// Per token id, the JSON string characters its text starts with (see
+    /// [`VocabularyIndex::json_units`]); one entry, built on first need.
+    json_units: Memo<(), (Arc<[JsonUnits]>, u8)>,
+    /// Tokens with too many or too few JSON string characters, by bound.
+    long_json_units: Memo<JsonUnitBound, Arc<[u32]>>,
 }
 
 impl VocabularyIndex {
@@ -49,6 +65,8 @@ impl VocabularyIndex {
             loop_slices: Memo::new(MAX_LOOP_SLICES),
             longest_runs: Memo::new(MAX_REMEMBERED_RUNS),
             long_runs: Memo::new(MAX_REMEMBERED_LONG_RUNS),
+            json_units: Memo::new(1),
+            long_json_units: Memo::new(MAX_REMEMBERED_LONG_UNITS),
         }
     }
 
@@ -99,6 +117,75 @@ impl VocabularyIndex {
         };
         self.long_runs
             .get_or_build((class, run), words)
+            .unwrap_or_else(words)
+    }
+
+    /// Per token id, how many characters of a JSON string its text starts with and
+    /// whether it ends the string after them (see [`JsonUnits`]; special tokens read
+    /// as no characters, not ending): computed on first need, then shared.
+    pub fn json_units(&self) -> Arc<[JsonUnits]> {
+        self.json_unit_counts().0
+    }
+
+    /// The most JSON string characters any token starts with (see
+    /// [`VocabularyIndex::json_units`]).
+    pub fn longest_json_units(&self) -> u32 {
+        u32::from(self.json_unit_counts().1)
+    }
+
+    /// The readings of [`VocabularyIndex::json_units`] and the most units among them.
+    fn json_unit_counts(&self) -> (Arc<[JsonUnits]>, u8) {
+        let count = || {
+            let counts: Arc<[JsonUnits]> = self
+                .vocabulary
+                .iter()
+                .map(|(_, bytes, kind)| match kind {
+                    crate::TokenKind::Text => JsonUnits::read(bytes),
+                    _ => JsonUnits {
+                        units: 0,
+                        stops: false,
+                    },
+                })
+                .collect();
+            let longest = counts.iter().map(|count| count.units).max().unwrap_or(0);
+            (counts, longest)
+        };
+        self.json_units
+            .get_or_build((), count)
+            .unwrap_or_else(count)
+    }
+
+    /// The tokens that start with more than `units` JSON string characters (see
+    /// [`VocabularyIndex::json_units`]), as mask words: computed on first need, then
+    /// remembered (with [`VocabularyIndex::tokens_ending_json_string_within`], for up to
+    /// 64 counts).
+    pub fn tokens_with_json_units_more_than(&self, units: u32) -> Arc<[u32]> {
+        self.json_unit_mask(JsonUnitBound::MoreThan(units))
+    }
+
+    /// The tokens that end a JSON string after fewer than `units` characters (see
+    /// [`VocabularyIndex::json_units`]), as mask words, remembered as above.
+    pub fn tokens_ending_json_string_within(&self, units: u32) -> Arc<[u32]> {
+        self.json_unit_mask(JsonUnitBound::EndingWithin(units))
+    }
+
+    fn json_unit_mask(&self, bound: JsonUnitBound) -> Arc<[u32]> {
+        let words = || -> Arc<[u32]> {
+            let mut words = vec![0u32; self.vocabulary.len().div_ceil(32)];
+            for (id, reading) in self.json_units().iter().enumerate() {
+                let units = u32::from(reading.units);
+                let selected = match bound {
+                    JsonUnitBound::MoreThan(most) => units > most,
+                    JsonUnitBound::EndingWithin(least) => reading.stops && units < least,
+                };
+                if selected {
+                    words[id / 32] |= 1 << (id % 32);
+                }
+            }
+            words.into()
+        };
+        self.long_json_units
+            .get_or_build(bound, words)
             .unwrap_or_else(words)
     }
 

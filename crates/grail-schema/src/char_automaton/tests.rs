@@ -32,9 +32,11 @@ fn json_encoded(text: &str) -> String {
 /// The automaton's grammar as a JSON string (quotes included), printed as GBNF.
 fn string_grammar_text(automaton: &CharDfa) -> String {
     let mut builder = GrammarBuilder::new();
-    let expr = automaton.to_expr(&mut builder, "key").unwrap();
+    let expr = automaton
+        .to_expr(&mut builder, "key", &Expr::literal("\""))
+        .unwrap();
     let root = builder.root();
-    let string = Expr::sequence([Expr::literal("\""), expr, Expr::literal("\"")]);
+    let string = Expr::sequence([Expr::literal("\""), expr]);
     builder.define(root, string).unwrap();
     grail_grammar::print_grammar(&builder.build().unwrap())
 }
@@ -53,7 +55,9 @@ fn assert_llama_cpp_accepts(automaton: &CharDfa) {
 /// The automaton's grammar (between the quotes), compiled.
 fn compiled(automaton: &CharDfa) -> grail_engine::CompiledGrammar {
     let mut builder = GrammarBuilder::new();
-    let expr = automaton.to_expr(&mut builder, "key").unwrap();
+    let expr = automaton
+        .to_expr(&mut builder, "key", &Expr::Empty)
+        .unwrap();
     let root = builder.root();
     builder.define(root, expr).unwrap();
     let grammar = builder.build().unwrap();
@@ -195,17 +199,18 @@ fn typical_key_patterns_are_small() {
 
 #[test]
 fn grammars_are_one_compact_rule_per_state() {
+    // The closing quote inside the rules; a state's own loop as `c*` inside its rule.
     let automaton = dfa("^[a-z][a-z0-9_]*$");
     let text = string_grammar_text(&automaton);
     assert_eq!(
         text,
-        "root ::= \"\\\"\" key \"\\\"\"\nkey ::= [a-z] key-1\nkey-1 ::= | [0-9_a-z] key-1\n"
+        "root ::= \"\\\"\" key\nkey ::= [a-z] key-1\nkey-1 ::= [0-9_a-z]* \"\\\"\"\n"
     );
     // A state that accepts and goes nowhere is no rule of its own.
     let text = string_grammar_text(&dfa("^(?:ab|c)$"));
     assert_eq!(
         text,
-        "root ::= \"\\\"\" key \"\\\"\"\nkey ::= \"a\" key-1 | \"c\"\nkey-1 ::= \"b\"\n"
+        "root ::= \"\\\"\" key\nkey ::= \"a\" key-1 | \"c\" \"\\\"\"\nkey-1 ::= \"b\" \"\\\"\"\n"
     );
     // Characters JSON escapes, in their canonical escapes.
     let automaton = dfa("^[\"\\\\\\n\\x01]x$");
@@ -221,13 +226,15 @@ fn grammars_are_one_compact_rule_per_state() {
         assert_eq!(accepts(&grammar, encoded), expected, "{encoded:?}");
     }
     assert_eq!(
-        CharDfa::from_strings(&[""])
-            .unwrap()
-            .to_expr(&mut GrammarBuilder::new(), "k"),
+        CharDfa::from_strings(&[""]).unwrap().to_expr(
+            &mut GrammarBuilder::new(),
+            "k",
+            &Expr::Empty
+        ),
         Ok(Expr::Empty)
     );
     assert_eq!(
-        CharDfa::nothing().to_expr(&mut GrammarBuilder::new(), "k"),
+        CharDfa::nothing().to_expr(&mut GrammarBuilder::new(), "k", &Expr::Empty),
         Ok(Expr::Chars(CharSet::new([], false)))
     );
 }
