@@ -13,6 +13,7 @@ mod render;
 mod rules;
 mod sample;
 mod schema;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -59,6 +60,19 @@ enum Command {
     /// keyword Grail cannot enforce exactly is named with its JSON pointer; --lenient
     /// weakens them instead), 2 on usage errors or a file that is not JSON.
     Schema(schema::SchemaCommandArgs),
+    /// Turn a tool registry into a tool-call grammar: each tool's name fixes its
+    /// arguments, in the wire format the model writes.
+    ///
+    /// Exit status: 0 when made (warnings go to stderr), 1 when a tool's argument schema
+    /// is refused (the tool, JSON pointer and keyword are named; --lenient weakens
+    /// instead), 2 on usage errors or a registry that cannot be read.
+    Tools(tools::ToolsArgs),
+    /// Check a model's output against a tool registry: valid calls print as OpenAI
+    /// `tool_calls`; otherwise the message to give the model back.
+    ///
+    /// Exit status: 0 when valid, 1 when not (the feedback message on stdout), 2 on usage
+    /// errors or a registry that cannot be read.
+    ValidateCall(tools::ValidateCallArgs),
     /// List the tokens of a vocabulary the grammar allows after some text.
     ///
     /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
@@ -86,6 +100,8 @@ fn main() -> ExitCode {
         Command::Schema(args) => schema::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Mask(args) => mask::run(&args),
+        Command::Tools(args) => tools::run_tools(&args),
+        Command::ValidateCall(args) => tools::run_validate(&args),
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,9 @@ pub(crate) struct Converter<'s> {
     pub legacy_ref: bool,
     /// The grammar being built.
     pub builder: GrammarBuilder,
+    /// The name of the whole schema's rule when the caller writes the root around it
+    /// (`None`: the schema is the root).
+    pub framed_as: Option<String>,
     /// Everything found so far.
     pub diagnostics: Vec<SchemaDiagnostic>,
     /// The shape read at each pointer.
@@ -58,6 +61,7 @@ impl<'s> Converter<'s> {
             options,
             legacy_ref,
             builder: GrammarBuilder::new(),
+            framed_as: None,
             diagnostics: Vec::new(),
             shapes: HashMap::new(),
             rules: HashMap::new(),

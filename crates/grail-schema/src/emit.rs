@@ -96,7 +96,10 @@ impl Converter<'_> {
             return rule;
         }
         let rule = if target.is_empty() {
-            self.builder.root()
+            match self.framed_as.clone() {
+                Some(name) => self.declare(&name),
+                None => self.builder.root(),
+            }
         } else {
             self.declare(&rule_name(target))
         };

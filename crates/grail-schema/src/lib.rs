@@ -45,7 +45,7 @@ mod read;
 mod resolve;
 mod shape;
 
-use grail_grammar::Grammar;
+use grail_grammar::{Expr, Grammar, GrammarBuilder};
 use serde_json::Value;
 
 pub use diagnostic::{SchemaDiagnostic, Severity};
@@ -129,6 +129,33 @@ pub fn schema_to_grammar(
     schema: &Value,
     options: &SchemaOptions,
 ) -> Result<SchemaGrammar, SchemaError> {
+    convert(schema, options, None)
+}
+
+/// What a caller writes around a converted schema: given the builder, a reference to the
+/// schema's rule and the whitespace rule (`Expr::Empty` with `Whitespace::None`), the
+/// root's body.
+pub type Frame<'f> = &'f mut dyn FnMut(&mut GrammarBuilder, Expr, Expr) -> Expr;
+
+/// Converts a schema as one part of a larger grammar: the schema becomes the rule `name`,
+/// and `frame` writes the root around it with the same builder, so the parts share the
+/// converter's rules (`space`, `string`, …). Tool calls wrap the union of their tools'
+/// schemas this way (`<tool_call>` … `</tool_call>`, several calls, free text).
+pub fn schema_to_grammar_framed(
+    schema: &Value,
+    options: &SchemaOptions,
+    name: &str,
+    frame: Frame<'_>,
+) -> Result<SchemaGrammar, SchemaError> {
+    convert(schema, options, Some((name, frame)))
+}
+
+/// [`schema_to_grammar`], framed or not.
+fn convert(
+    schema: &Value,
+    options: &SchemaOptions,
+    framing: Option<(&str, Frame<'_>)>,
+) -> Result<SchemaGrammar, SchemaError> {
     if let Err(message) = options.validate() {
         return Err(SchemaError::Refused {
             diagnostics: vec![
@@ -140,6 +167,7 @@ pub fn schema_to_grammar(
         });
     }
     let mut converter = Converter::new(schema, options);
+    converter.framed_as = framing.as_ref().map(|(name, _)| name.to_string());
     let root_shape = converter.read("");
     if let Shape::Ref(target) = &root_shape {
         let mut seen = vec![String::new()];
@@ -158,7 +186,16 @@ pub fn schema_to_grammar(
             current = next;
         }
     }
-    converter.rule_of("");
+    let schema_rule = converter.rule_of("");
+    if let Some((_, frame)) = framing {
+        let space = converter.space();
+        let body = frame(&mut converter.builder, Expr::Rule(schema_rule), space);
+        let root = converter.builder.root();
+        converter
+            .builder
+            .define(root, body)
+            .expect("the root is defined once, by the frame");
+    }
     let diagnostics = std::mem::take(&mut converter.diagnostics);
     // A shape combined in several places reports once.
     let mut unique: Vec<SchemaDiagnostic> = Vec::with_capacity(diagnostics.len());

@@ -1,7 +1,8 @@
 //! Grail: grammar-constrained generation. This facade re-exports the stable API: GBNF
 //! grammars ([`check`], [`CompiledGrammar::from_gbnf`]), JSON Schemas turned into grammars
-//! ([`schema_text_to_grammar`]), vocabularies ([`load_vocabulary`]) and the matcher that
-//! follows text and masks tokens ([`Matcher`]).
+//! ([`schema_text_to_grammar`]), tool registries turned into tool-call grammars and
+//! validators ([`tool_call_grammar`], [`validate_output`]), vocabularies
+//! ([`load_vocabulary`]) and the matcher that follows text and masks tokens ([`Matcher`]).
 //!
 //! ```
 //! let report = grail::check("root ::= \"yes\" | \"no\"\n", &grail::CheckOptions::default());
@@ -73,6 +74,10 @@ pub use grail_schema::{
     SchemaOptions, Whitespace, schema_text_to_grammar, schema_to_grammar,
 };
 pub use grail_syntax::{Diagnostic, ParseLimits, Severity, Span, format, parse};
+pub use grail_tools::{
+    CallFault, CallOptions, Checked, PoolFilter, Think, ToolCall, ToolChoice, ToolRegistry,
+    ToolsError, WireFormat, tool_call_grammar, validate_output,
+};
 pub use grail_vocab::{TokenBitmask, TokenKind, VocabError, Vocabulary, VocabularyIndex};
 
 /// Loads a vocabulary from a Hugging Face `tokenizer.json`, a `.gguf` file or Grail's
@@ -93,3 +98,7 @@ pub use grail_vocab as vocab;
 
 /// JSON Schema to grammar: conversion options, diagnostics and where they point.
 pub use grail_schema as schema;
+
+/// Tool calling: registries, tool-call grammars in wire formats, the pool filter and the
+/// validator.
+pub use grail_tools as tools;

@@ -1,0 +1,328 @@
+//! `grail tools` (a tool registry to its tool-call grammar) and `grail validate-call` (a
+//! model's output checked against the registry).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use grail_tools::{
+    CallOptions, PoolFilter, Think, ToolChoice, ToolRegistry, ToolsError, WireFormat,
+    tool_call_grammar, validate_output,
+};
+use serde_json::json;
+
+use crate::input::read_source;
+use crate::schema::{SchemaArgs, diagnostic_json};
+
+/// How the calls are written (shared by `grail tools` and `grail validate-call`).
+#[derive(Debug, Clone, Args)]
+pub struct CallArgs {
+    /// The tool registry: an OpenAI `tools` array, a list of functions, or an MCP
+    /// `tools/list` result (`-` for standard input).
+    pub tools: PathBuf,
+    /// The wire format the model writes calls in.
+    #[arg(long, value_enum, default_value_t = WireArg::Openai)]
+    pub wire: WireArg,
+    /// `auto` (free text or a call), `required` (a call), `none` (free text), or the name
+    /// of the one tool to call.
+    #[arg(long, default_value = "auto", value_name = "auto|required|none|NAME")]
+    pub choice: String,
+    /// Allow several calls in one answer, at most MAX (no maximum without a value).
+    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "0")]
+    pub parallel: Option<u32>,
+    /// A reasoning block first: `optional` (`<think>…</think>` may come first),
+    /// `required` (it must), `forced` (the prompt opened `<think>`: the answer starts
+    /// inside it), or `off`.
+    #[arg(long, value_enum, default_value_t = ThinkArg::Off)]
+    pub think: ThinkArg,
+    /// The user's query: tools with `x-grail-markers` stay only when it holds one of
+    /// their markers as whole words; `x-grail-fallback` tools only when few canonical
+    /// tools do (--fallback-below).
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+    /// With --query: fallback tools stay only when fewer canonical tools than this are
+    /// offered.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub fallback_below: usize,
+    /// How the tools' argument schemas are converted.
+    #[command(flatten, next_help_heading = "Argument schemas")]
+    pub schema: SchemaArgs,
+}
+
+/// A registry read for a command: the tools kept, those the pool filter dropped (with
+/// why), and the options.
+struct Loaded {
+    registry: ToolRegistry,
+    dropped: Vec<(String, String)>,
+    options: CallOptions,
+}
+
+/// `--wire` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum WireArg {
+    /// `{"name": …, "arguments": {…}}`; several calls: a JSON array.
+    Openai,
+    /// `{"tool": …, "args": {…}}`; several calls: a JSON array.
+    ToolArgs,
+    /// `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`, one block per call.
+    Hermes,
+    /// `{"name": …, "parameters": {…}}`; several calls: a JSON array.
+    Llama3,
+    /// `[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`.
+    Mistral,
+}
+
+/// `--think` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ThinkArg {
+    /// No reasoning block.
+    Off,
+    /// `<think>…</think>` may come first.
+    Optional,
+    /// `<think>…</think>` comes first.
+    Required,
+    /// The answer starts inside a reasoning block the prompt opened.
+    Forced,
+}
+
+impl CallArgs {
+    /// The registry's name in messages.
+    fn display_name(&self) -> String {
+        match self.tools.as_os_str() == "-" {
+            true => "<stdin>".to_string(),
+            false => self.tools.display().to_string(),
+        }
+    }
+
+    /// The registry (read and parsed) and the options these arguments ask for.
+    fn load(&self) -> anyhow::Result<Result<Loaded, ToolsError>> {
+        let mut schema = self.schema.options();
+        // Tool arguments: no invented properties unless asked (see `CallOptions::schema`).
+        if self.schema.additional_properties.is_none() {
+            schema.additional_properties_default = false;
+        }
+        schema
+            .validate()
+            .map_err(|message| anyhow::anyhow!("{message} (--item-separator / --key-separator)"))?;
+        let input = read_source(&self.tools)?;
+        let text = String::from_utf8(input.bytes)
+            .map_err(|_| anyhow::anyhow!("`{}` is not UTF-8, so not JSON", input.name))?;
+        let registry = match ToolRegistry::from_json_text(&text) {
+            Ok(registry) => registry,
+            Err(error) => return Ok(Err(error)),
+        };
+        let (registry, dropped) = match &self.query {
+            Some(query) => {
+                let filter = PoolFilter {
+                    fallback_below: self.fallback_below,
+                };
+                let pool = filter.apply(&registry, query);
+                (pool.kept, pool.dropped)
+            }
+            None => (registry, Vec::new()),
+        };
+        let choice = match self.choice.as_str() {
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            name => ToolChoice::Named(name.to_string()),
+        };
+        let options = CallOptions {
+            wire: match self.wire {
+                WireArg::Openai => WireFormat::OpenAi,
+                WireArg::ToolArgs => WireFormat::ToolArgs,
+                WireArg::Hermes => WireFormat::Hermes,
+                WireArg::Llama3 => WireFormat::Llama3,
+                WireArg::Mistral => WireFormat::Mistral,
+            },
+            choice,
+            max_calls: match self.parallel {
+                None => Some(1),
+                Some(0) => None,
+                Some(max) => Some(max),
+            },
+            think: match self.think {
+                ThinkArg::Off => Think::Off,
+                ThinkArg::Optional => Think::Optional,
+                ThinkArg::Required => Think::Required,
+                ThinkArg::Forced => Think::Forced,
+            },
+            schema,
+        };
+        Ok(Ok(Loaded {
+            registry,
+            dropped,
+            options,
+        }))
+    }
+}
+
+/// Arguments of `grail tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// The registry and how calls are written.
+    #[command(flatten)]
+    pub call: CallArgs,
+    /// Output: the grammar as GBNF (diagnostics on stderr), or one JSON object
+    /// `{"ok", "grammar", "tools_kept", "diagnostics"}`.
+    #[arg(long, value_enum, default_value_t = ToolsFormat::Gbnf)]
+    pub format: ToolsFormat,
+}
+
+/// `--format` values of `grail tools`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ToolsFormat {
+    /// GBNF on stdout.
+    Gbnf,
+    /// One JSON object on stdout.
+    Json,
+}
+
+/// Runs `grail tools`.
+pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
+    let name = args.call.display_name();
+    let Loaded {
+        registry,
+        dropped,
+        options,
+    } = match args.call.load()? {
+        Ok(loaded) => loaded,
+        Err(error) => return Ok(report_error(&name, &error, args.format)),
+    };
+    let filtered: Vec<serde_json::Value> = dropped
+        .iter()
+        .map(|(tool, reason)| json!({"name": tool, "reason": reason}))
+        .collect();
+    match tool_call_grammar(&registry, &options) {
+        Ok(grammar) => {
+            let gbnf = grammar.gbnf();
+            match args.format {
+                ToolsFormat::Gbnf => {
+                    for (tool, reason) in &dropped {
+                        eprintln!("note: tool `{tool}` left out: {reason}");
+                    }
+                    for (tool, diagnostic) in &grammar.diagnostics {
+                        eprintln!("{}", tool_diagnostic(tool, diagnostic));
+                    }
+                    print!("{gbnf}");
+                }
+                ToolsFormat::Json => {
+                    let output = json!({
+                        "ok": true,
+                        "grammar": gbnf,
+                        "tools_kept": grammar.tools,
+                        "tools_filtered": filtered,
+                        "diagnostics": grammar.diagnostics.iter().map(|(tool, diagnostic)| {
+                            let mut entry = diagnostic_json(diagnostic);
+                            entry["tool"] = json!(tool);
+                            entry
+                        }).collect::<Vec<_>>(),
+                    });
+                    println!("{output}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => Ok(report_error(&name, &error, args.format)),
+    }
+}
+
+/// A schema diagnostic of one tool, on one line.
+fn tool_diagnostic(tool: &str, diagnostic: &grail_schema::SchemaDiagnostic) -> String {
+    let pointer = diagnostic.keyword_pointer();
+    let pointer = if pointer.is_empty() { "/" } else { &pointer };
+    let mut line = format!(
+        "{}[{}]: tool `{tool}`, arguments at {pointer}: {}",
+        diagnostic.severity, diagnostic.code, diagnostic.message
+    );
+    if let Some(help) = &diagnostic.help {
+        line.push_str(&format!("\n  = help: {help}"));
+    }
+    line
+}
+
+/// Prints why the grammar could not be made; exit 1 for refused schemas, 2 otherwise.
+fn report_error(name: &str, error: &ToolsError, format: ToolsFormat) -> ExitCode {
+    let refused = matches!(error, ToolsError::SchemaRefused { .. });
+    match format {
+        ToolsFormat::Gbnf => match error {
+            ToolsError::SchemaRefused { refusals } => {
+                for (tool, diagnostic) in refusals {
+                    eprintln!("{}", tool_diagnostic(tool, diagnostic));
+                }
+                eprintln!(
+                    "{name}: refused (--lenient compiles the closest superset, with a warning for each keyword)"
+                );
+            }
+            other => eprintln!("error: {name}: {other}"),
+        },
+        ToolsFormat::Json => {
+            let diagnostics: Vec<serde_json::Value> = match error {
+                ToolsError::SchemaRefused { refusals } => refusals
+                    .iter()
+                    .map(|(tool, diagnostic)| {
+                        let mut entry = diagnostic_json(diagnostic);
+                        entry["tool"] = json!(tool);
+                        entry
+                    })
+                    .collect(),
+                other => vec![json!({"severity": "error", "message": other.to_string()})],
+            };
+            println!(
+                "{}",
+                json!({"ok": false, "grammar": null, "diagnostics": diagnostics})
+            );
+        }
+    }
+    ExitCode::from(if refused { 1 } else { 2 })
+}
+
+/// Arguments of `grail validate-call`.
+#[derive(Debug, Args)]
+pub struct ValidateCallArgs {
+    /// The registry and how calls are written.
+    #[command(flatten)]
+    pub call: CallArgs,
+    /// The model's output: a file, or `-` for standard input.
+    pub output: PathBuf,
+}
+
+/// Runs `grail validate-call`.
+pub fn run_validate(args: &ValidateCallArgs) -> anyhow::Result<ExitCode> {
+    let name = args.call.display_name();
+    let Loaded {
+        registry, options, ..
+    } = match args.call.load()? {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("error: {name}: {error}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let ToolChoice::Named(tool) = &options.choice
+        && registry.get(tool).is_none()
+    {
+        eprintln!("error: --choice names `{tool}`, which is not in {name}");
+        return Ok(ExitCode::from(2));
+    }
+    let input = read_source(&args.output)?;
+    let output = String::from_utf8(input.bytes)
+        .map_err(|_| anyhow::anyhow!("`{}` is not UTF-8", input.name))?;
+    match validate_output(&registry, &options, &output) {
+        Ok(checked) => {
+            let mut report = match &checked.text {
+                Some(text) => json!({"content": text, "tool_calls": []}),
+                None => json!({"content": null, "tool_calls": checked.tool_calls()}),
+            };
+            if let Some(reasoning) = &checked.reasoning {
+                report["reasoning_content"] = json!(reasoning);
+            }
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(fault) => {
+            println!("{}", fault.feedback());
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! The tool-call grammar: one alternative per tool, the tool's name fixing its arguments'
+//! schema (a discriminated union), written in a wire format, with the choice of calling,
+//! several calls, and a reasoning block before them.
+//!
+//! The calls are one JSON Schema, `{"anyOf": [<call of tool 0>, <call of tool 1>, …]}`,
+//! where the call of a tool is an object whose name property is the constant name and
+//! whose arguments property is the tool's own schema (its `$ref`s rewritten to their new
+//! place). `grail-schema` converts it, so every keyword of every tool is enforced (or the
+//! tool is refused, naming the keyword), and the name literal, written first, decides
+//! which arguments may follow. The wire format, the number of calls, free text and the
+//! reasoning block are written around it (`grail_schema::schema_to_grammar_framed`).
+
+use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
+use grail_schema::{SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
+use serde_json::{Value, json};
+
+use crate::error::ToolsError;
+use crate::registry::{Tool, ToolRegistry};
+use crate::wire::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, WireFormat};
+
+/// Whether and which tool the model must call (OpenAI's `tool_choice`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// Free text or a call.
+    #[default]
+    Auto,
+    /// A call (of any tool).
+    Required,
+    /// Free text only.
+    None,
+    /// A call of this tool.
+    Named(String),
+}
+
+/// A reasoning block before the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Think {
+    /// None.
+    #[default]
+    Off,
+    /// `<think>…</think>` may come first.
+    Optional,
+    /// `<think>…</think>` comes first (seed 003's think-then-respond).
+    Required,
+    /// The prompt already opened `<think>`: the answer starts inside it and must close it.
+    Forced,
+}
+
+/// How to write the tool-call grammar.
+#[derive(Debug, Clone)]
+pub struct CallOptions {
+    /// The wire format.
+    pub wire: WireFormat,
+    /// Whether to call, and what.
+    pub choice: ToolChoice,
+    /// Most calls in one answer: `Some(1)` (the default; `Some(0)` reads the same) is one
+    /// call; more allows several (a list, or several blocks); `None` no maximum.
+    pub max_calls: Option<u32>,
+    /// A reasoning block first.
+    pub think: Think,
+    /// How the arguments' schemas are converted: strict, and (unlike plain JSON Schema,
+    /// like llama.cpp and OpenAI's strict function calling) objects that declare
+    /// `properties` take no others unless `additionalProperties` says so:
+    /// `additional_properties_default` is false, so a model cannot invent arguments. The
+    /// validator reads the schemas the same way.
+    pub schema: SchemaOptions,
+}
+
+impl Default for CallOptions {
+    fn default() -> CallOptions {
+        CallOptions {
+            wire: WireFormat::default(),
+            choice: ToolChoice::default(),
+            max_calls: Some(1),
+            think: Think::default(),
+            schema: SchemaOptions {
+                additional_properties_default: false,
+                ..SchemaOptions::default()
+            },
+        }
+    }
+}
+
+impl CallOptions {
+    /// True when several calls may be written.
+    pub fn parallel(&self) -> bool {
+        self.max_calls != Some(1) && self.max_calls != Some(0)
+    }
+}
+
+/// A tool-call grammar with what went into it.
+#[derive(Debug, Clone)]
+pub struct ToolGrammar {
+    /// The grammar (root `root`).
+    pub grammar: Grammar,
+    /// The tools it may call, in registry order.
+    pub tools: Vec<String>,
+    /// Warnings from the schemas (lenient mode: every weakened keyword) and notes, with
+    /// the tool they belong to.
+    pub diagnostics: Vec<(String, SchemaDiagnostic)>,
+}
+
+impl ToolGrammar {
+    /// The grammar as GBNF.
+    pub fn gbnf(&self) -> String {
+        print_grammar(&self.grammar)
+    }
+}
+
+/// The start of a reasoning block.
+pub(crate) const THINK_OPEN: &str = "<think>";
+/// The end of a reasoning block.
+pub(crate) const THINK_CLOSE: &str = "</think>";
+
+/// Builds the tool-call grammar of `registry`'s tools (see the module doc).
+pub fn tool_call_grammar(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+) -> Result<ToolGrammar, ToolsError> {
+    let tools: Vec<&Tool> = match &options.choice {
+        ToolChoice::None => Vec::new(),
+        ToolChoice::Named(name) => match registry.get(name) {
+            Some(tool) => vec![tool],
+            None => {
+                return Err(ToolsError::Options(format!(
+                    "tool_choice names `{name}`, which is not in the registry (its tools: {})",
+                    tool_names(registry.tools.iter())
+                )));
+            }
+        },
+        ToolChoice::Required if registry.tools.is_empty() => {
+            return Err(ToolsError::Options(
+                "a call is required, but no tool is offered (the pool filter may have left none); answer without tools (tool_choice none)".into(),
+            ));
+        }
+        // With no tools (all filtered out), `auto` leaves free text.
+        ToolChoice::Auto | ToolChoice::Required => registry.tools.iter().collect(),
+    };
+    if tools.is_empty() {
+        let mut builder = GrammarBuilder::new();
+        let not_first: &[char] = match options.think {
+            Think::Optional => &['<'],
+            _ => &[],
+        };
+        let body = free_text(&mut builder, not_first);
+        let body = with_think(&mut builder, options.think, body);
+        let root = builder.root();
+        builder
+            .define(root, body)
+            .expect("the root is defined once");
+        let grammar = builder.build().expect("every rule is defined");
+        return Ok(ToolGrammar {
+            grammar,
+            tools: Vec::new(),
+            diagnostics: Vec::new(),
+        });
+    }
+    let schema = calls_schema(&tools, options.wire);
+    let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
+        let calls = calls_expr(options, call, space);
+        let body = match options.choice {
+            ToolChoice::Auto => {
+                let mut not_first = vec![first_char(options)];
+                // Text starting with `<` could be an unclosed `<think>`.
+                if options.think == Think::Optional {
+                    not_first.push('<');
+                }
+                let text = free_text(builder, &not_first);
+                Expr::choice([calls, text])
+            }
+            _ => calls,
+        };
+        with_think(builder, options.think, body)
+    };
+    let converted =
+        grail_schema::schema_to_grammar_framed(&schema, &options.schema, "tool-call", &mut frame)
+            .map_err(|error| match error {
+            SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
+                refusals: diagnostics
+                    .into_iter()
+                    .filter(|diagnostic| diagnostic.severity == Severity::Error)
+                    .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
+                    .collect(),
+            },
+            other => ToolsError::Options(other.to_string()),
+        })?;
+    Ok(ToolGrammar {
+        grammar: converted.grammar,
+        tools: tools.iter().map(|tool| tool.name.clone()).collect(),
+        diagnostics: converted
+            .diagnostics
+            .into_iter()
+            .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
+            .collect(),
+    })
+}
+
+/// Seed 003's classification grammar: exactly one of `labels` (`root ::= "CODE" |
+/// "REASONING"`). Labels must be distinct and non-empty.
+pub fn classification_grammar(labels: &[String]) -> Result<Grammar, ToolsError> {
+    if labels.is_empty() {
+        return Err(ToolsError::Options(
+            "a classification needs at least one label".into(),
+        ));
+    }
+    for (index, label) in labels.iter().enumerate() {
+        if label.is_empty() {
+            return Err(ToolsError::Options(format!("label {index} is empty")));
+        }
+        if labels[..index].contains(label) {
+            return Err(ToolsError::Options(format!(
+                "the label `{label}` is given twice"
+            )));
+        }
+    }
+    let mut builder = GrammarBuilder::new();
+    let root = builder.root();
+    let body = Expr::choice(labels.iter().map(|label| Expr::literal(label.clone())));
+    builder
+        .define(root, body)
+        .expect("the root is defined once");
+    Ok(builder.build().expect("every rule is defined"))
+}
+
+/// `a`, `b`, `c`.
+pub(crate) fn tool_names<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
+    tools
+        .map(|tool| format!("`{}`", tool.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The schema of one call of any of `tools`: `{"anyOf": [{"$ref": "#/$defs/<tool>"}, …],
+/// "$defs": {"<tool>": <call of the tool>}}` (under `$defs`, rules are named after the
+/// tools).
+fn calls_schema(tools: &[&Tool], wire: WireFormat) -> Value {
+    let (name_key, arguments_key) = (wire.name_key(), wire.arguments_key());
+    let mut definitions = serde_json::Map::new();
+    let mut branches = Vec::new();
+    for tool in tools {
+        let mut arguments = tool.parameters.clone();
+        rewrite_refs(&mut arguments, &arguments_place(&tool.name, wire));
+        // Only the document's root may say which draft it is.
+        if let Value::Object(object) = &mut arguments {
+            object.remove("$schema");
+        }
+        definitions.insert(
+            tool.name.clone(),
+            json!({
+                "type": "object",
+                "properties": {name_key: {"const": tool.name}, arguments_key: arguments},
+                "required": [name_key, arguments_key],
+                "additionalProperties": false,
+            }),
+        );
+        branches.push(json!({"$ref": format!("#/$defs/{}", tool.name)}));
+    }
+    let mut schema = json!({ "anyOf": branches, "$defs": definitions });
+    // The tools' draft, when they agree on one (draft-07 reads `$ref` siblings apart).
+    let drafts: Vec<&Value> = tools
+        .iter()
+        .filter_map(|tool| tool.parameters.get("$schema"))
+        .collect();
+    if let Some(&first) = drafts.first()
+        && drafts.iter().all(|&draft| draft == first)
+    {
+        schema["$schema"] = first.clone();
+    }
+    schema
+}
+
+/// Where a tool's arguments schema sits in [`calls_schema`] (tool names need no escaping
+/// in a JSON pointer: they have no `/` or `~`).
+fn arguments_place(tool: &str, wire: WireFormat) -> String {
+    format!("/$defs/{tool}/properties/{}", wire.arguments_key())
+}
+
+/// Points every local `$ref` (`#…`) of a schema moved to `place` at its new location.
+fn rewrite_refs(schema: &mut Value, place: &str) {
+    let mut pending: Vec<&mut Value> = vec![schema];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(object) => {
+                for (key, child) in object.iter_mut() {
+                    if key == "$ref"
+                        && let Value::String(reference) = child
+                        && let Some(fragment) = reference.strip_prefix('#')
+                        && (fragment.is_empty() || fragment.starts_with('/'))
+                    {
+                        *reference = format!("#{place}{fragment}");
+                    } else {
+                        pending.push(child);
+                    }
+                }
+            }
+            Value::Array(items) => pending.extend(items.iter_mut()),
+            _ => {}
+        }
+    }
+}
+
+/// A diagnostic of the combined schema as (tool, diagnostic inside the tool's schema).
+fn by_tool(
+    tools: &[&Tool],
+    wire: WireFormat,
+    mut diagnostic: SchemaDiagnostic,
+) -> (String, SchemaDiagnostic) {
+    for tool in tools {
+        let place = arguments_place(&tool.name, wire);
+        if let Some(inside) = diagnostic.pointer.strip_prefix(&place)
+            && (inside.is_empty() || inside.starts_with('/'))
+        {
+            diagnostic.pointer = inside.to_string();
+            return (tool.name.clone(), diagnostic);
+        }
+    }
+    (String::new(), diagnostic)
+}
+
+/// The calls as the wire format writes them, `call` being one call object.
+fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
+    let more = |separator: Expr, item: Expr| -> Expr {
+        let next = Expr::sequence([separator, item]);
+        match options.max_calls {
+            None => next.zero_or_more(),
+            Some(max) => next.repeat(0, Some(max.saturating_sub(1))),
+        }
+    };
+    match options.wire {
+        WireFormat::Hermes => {
+            let block = Expr::sequence([
+                Expr::literal(format!("{HERMES_OPEN}\n")),
+                call,
+                Expr::literal(format!("\n{HERMES_CLOSE}")),
+            ]);
+            if options.parallel() {
+                Expr::sequence([block.clone(), more(Expr::literal("\n"), block)])
+            } else {
+                block
+            }
+        }
+        WireFormat::Mistral => {
+            let mut items = vec![Expr::literal(format!("{MISTRAL_OPEN}[")), call.clone()];
+            if options.parallel() {
+                items.push(more(Expr::literal(", "), call));
+            }
+            items.push(Expr::literal("]"));
+            Expr::sequence(items)
+        }
+        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
+            if options.parallel() {
+                Expr::sequence([
+                    Expr::literal("["),
+                    space.clone(),
+                    call.clone(),
+                    more(Expr::sequence([Expr::literal(","), space.clone()]), call),
+                    space,
+                    Expr::literal("]"),
+                ])
+            } else {
+                call
+            }
+        }
+    }
+}
+
+/// The character the calls start with (free text may not).
+fn first_char(options: &CallOptions) -> char {
+    match options.wire {
+        WireFormat::Hermes => '<',
+        WireFormat::Mistral => '[',
+        _ if options.parallel() => '[',
+        _ => '{',
+    }
+}
+
+/// Free text: at least one character, the first neither whitespace nor one of
+/// `not_first` (so text never starts like the calls, or like a reasoning block).
+fn free_text(builder: &mut GrammarBuilder, not_first: &[char]) -> Expr {
+    let mut excluded = vec![(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')];
+    excluded.extend(not_first.iter().map(|&c| (c, c)));
+    let body = Expr::sequence([Expr::chars_except(excluded), Expr::Any.zero_or_more()]);
+    let rule = builder
+        .rule("text", body)
+        .expect("a new rule is defined once");
+    Expr::Rule(rule)
+}
+
+/// `body` after the reasoning block the options ask for.
+fn with_think(builder: &mut GrammarBuilder, think: Think, body: Expr) -> Expr {
+    let after = Expr::chars([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')]).zero_or_more();
+    match think {
+        Think::Off => body,
+        Think::Optional => {
+            let block = Expr::sequence([
+                Expr::literal(THINK_OPEN),
+                until_after(builder, "think", THINK_CLOSE),
+                after,
+            ]);
+            Expr::sequence([block.optional(), body])
+        }
+        Think::Required => Expr::sequence([
+            Expr::literal(THINK_OPEN),
+            until_after(builder, "think", THINK_CLOSE),
+            after,
+            body,
+        ]),
+        Think::Forced => Expr::sequence([until_after(builder, "think", THINK_CLOSE), after, body]),
+    }
+}
+
+/// Any text up to and including the first occurrence of `stop` (one rule per
+/// character of `stop` matched so far, as in string search).
+pub(crate) fn until_after(builder: &mut GrammarBuilder, name: &str, stop: &str) -> Expr {
+    let stop: Vec<char> = stop.chars().collect();
+    let states: Vec<_> = (0..stop.len())
+        .map(|state| {
+            let hint = match state {
+                0 => name.to_string(),
+                _ => format!("{name}-{state}"),
+            };
+            builder.declare(&hint)
+        })
+        .collect();
+    // The longest prefix of `stop` that ends the text matched so far plus `c`.
+    let next = |state: usize, c: char| -> usize {
+        let mut seen: Vec<char> = stop[..state].to_vec();
+        seen.push(c);
+        (0..=seen.len().min(stop.len()))
+            .rev()
+            .find(|&len| seen.ends_with(&stop[..len]))
+            .unwrap_or(0)
+    };
+    let mut alphabet: Vec<char> = stop.clone();
+    alphabet.sort_unstable();
+    alphabet.dedup();
+    for (state, &rule) in states.iter().enumerate() {
+        let mut staying: Vec<(char, char)> = Vec::new();
+        let mut leaving: Vec<Expr> = Vec::new();
+        for &c in &alphabet {
+            match next(state, c) {
+                target if target == stop.len() => leaving.push(Expr::literal(c.to_string())),
+                target if target == state => staying.push((c, c)),
+                target => leaving.push(Expr::sequence([
+                    Expr::literal(c.to_string()),
+                    Expr::Rule(states[target]),
+                ])),
+            }
+        }
+        // Characters outside `stop` go back to the start.
+        let others = Expr::Chars(CharSet::new(
+            alphabet.iter().map(|&c| (c as u32, c as u32)),
+            true,
+        ));
+        let body = if state == 0 {
+            // The start loops on itself (a loop inside the rule, for the mask engine).
+            let looping = match staying.is_empty() {
+                true => others,
+                false => Expr::choice([
+                    others,
+                    Expr::Chars(CharSet::new(
+                        staying.iter().map(|&(c, _)| (c as u32, c as u32)),
+                        false,
+                    )),
+                ]),
+            };
+            Expr::sequence([looping.zero_or_more(), Expr::choice(leaving)])
+        } else {
+            let mut choices = leaving;
+            if !staying.is_empty() {
+                choices.push(Expr::sequence([
+                    Expr::Chars(CharSet::new(
+                        staying.iter().map(|&(c, _)| (c as u32, c as u32)),
+                        false,
+                    )),
+                    Expr::Rule(rule),
+                ]));
+            }
+            choices.push(Expr::sequence([others, Expr::Rule(states[0])]));
+            Expr::choice(choices)
+        };
+        builder.define(rule, body).expect("declared above");
+    }
+    Expr::Rule(states[0])
+}

@@ -1,0 +1,171 @@
+//! The tool-call corpus (`testdata/tools/cases.json`): every case in every wire format.
+//! Each accepted output matches the grammar and passes the validator; each rejected one
+//! does neither, and the validator's feedback says why. Every grammar passes llama.cpp's
+//! checks (`--target llama.cpp`).
+
+use std::path::{Path, PathBuf};
+
+use grail_engine::{CompiledGrammar, Matcher};
+use grail_tools::{
+    CallOptions, Think, ToolChoice, ToolRegistry, WireFormat, tool_call_grammar, validate_output,
+};
+use serde_json::Value;
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/tools")
+}
+
+/// The options a case asks for, in `wire`.
+fn options(case: &Value, wire: WireFormat) -> CallOptions {
+    let choice = match case["choice"].as_str().unwrap_or("auto") {
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        name => ToolChoice::Named(name.to_string()),
+    };
+    let think = match case["think"].as_str().unwrap_or("off") {
+        "optional" => Think::Optional,
+        "required" => Think::Required,
+        "forced" => Think::Forced,
+        _ => Think::Off,
+    };
+    CallOptions {
+        wire,
+        choice,
+        max_calls: case["parallel"].as_u64().map(|max| max as u32).or(Some(1)),
+        think,
+        ..CallOptions::default()
+    }
+}
+
+/// An output of the corpus as `wire` writes it.
+fn render(output: &Value, options: &CallOptions) -> String {
+    let mut text = output["text_before"].as_str().unwrap_or("").to_string();
+    if let Some(prose) = output["text"].as_str() {
+        text.push_str(prose);
+        return text;
+    }
+    let wire = options.wire;
+    let calls: Vec<String> = output["calls"]
+        .as_array()
+        .expect("an output has `text` or `calls`")
+        .iter()
+        .map(|call| {
+            let mut object = serde_json::Map::new();
+            object.insert(wire.name_key().into(), call["name"].clone());
+            object.insert(wire.arguments_key().into(), call["arguments"].clone());
+            Value::Object(object).to_string()
+        })
+        .collect();
+    let several = calls.len() > 1 || options.parallel();
+    match wire {
+        WireFormat::Hermes => {
+            let blocks: Vec<String> = calls
+                .iter()
+                .map(|call| format!("<tool_call>\n{call}\n</tool_call>"))
+                .collect();
+            text.push_str(&blocks.join("\n"));
+        }
+        WireFormat::Mistral => text.push_str(&format!("[TOOL_CALLS][{}]", calls.join(", "))),
+        _ if several => text.push_str(&format!("[{}]", calls.join(","))),
+        _ => text.push_str(&calls[0]),
+    }
+    text
+}
+
+fn matches(grammar: &CompiledGrammar, text: &str) -> bool {
+    let mut matcher = Matcher::new(grammar);
+    matcher.accept_str(text).is_ok() && matcher.is_accepting()
+}
+
+#[test]
+fn tool_call_corpus_in_every_wire_format() {
+    let corpus: Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata().join("cases.json")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for case in corpus["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let registry_path = testdata().join(case["registry"].as_str().unwrap());
+        let registry =
+            ToolRegistry::from_json_text(&std::fs::read_to_string(&registry_path).unwrap())
+                .unwrap_or_else(|error| panic!("{name}: {error}"));
+        for wire in WireFormat::ALL {
+            let options = options(case, wire);
+            let label = wire.label();
+            let grammar = tool_call_grammar(&registry, &options)
+                .unwrap_or_else(|error| panic!("{name} ({label}): {error}"));
+            let gbnf = grammar.gbnf();
+            let report = grail_grammar::check(
+                &gbnf,
+                &grail_grammar::CheckOptions {
+                    target: grail_grammar::Target::LlamaCpp,
+                    ..Default::default()
+                },
+            );
+            assert!(
+                report.is_ok(),
+                "{name} ({label}): llama.cpp would refuse the grammar: {:?}",
+                report.diagnostics
+            );
+            let compiled = CompiledGrammar::compile(&grammar.grammar, &Default::default())
+                .unwrap_or_else(|error| panic!("{name} ({label}): {error}"));
+            for output in case["accept"].as_array().into_iter().flatten() {
+                let text = render(output, &options);
+                checked += 1;
+                if !matches(&compiled, &text) {
+                    failures.push(format!("{name} ({label}): grammar rejects {text:?}"));
+                }
+                if let Err(fault) = validate_output(&registry, &options, &text) {
+                    failures.push(format!(
+                        "{name} ({label}): validator rejects {text:?}: {}",
+                        fault.feedback()
+                    ));
+                }
+            }
+            for output in case["reject"].as_array().into_iter().flatten() {
+                let text = render(output, &options);
+                let why = output["why"].as_str().unwrap_or("");
+                checked += 1;
+                if matches(&compiled, &text) {
+                    failures.push(format!(
+                        "{name} ({label}): grammar accepts {text:?} ({why})"
+                    ));
+                }
+                match validate_output(&registry, &options, &text) {
+                    Ok(_) => failures.push(format!(
+                        "{name} ({label}): validator accepts {text:?} ({why})"
+                    )),
+                    Err(fault) => {
+                        let expected = output["feedback"].as_str().unwrap_or("");
+                        if !fault.feedback().contains(expected) {
+                            failures.push(format!(
+                                "{name} ({label}): feedback for {text:?} ({why}) is {:?}, expected it to contain {expected:?}",
+                                fault.feedback()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("tool-call corpus: {checked} outputs checked");
+    assert!(checked > 100, "the corpus is read");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn classification_grammar_takes_exactly_one_label() {
+    let labels = ["CODE".to_string(), "REASONING".to_string()];
+    let grammar = grail_tools::classification_grammar(&labels).unwrap();
+    assert_eq!(
+        grail_grammar::print_grammar(&grammar),
+        "root ::= \"CODE\" | \"REASONING\"\n"
+    );
+    let compiled = CompiledGrammar::compile(&grammar, &Default::default()).unwrap();
+    assert!(matches(&compiled, "CODE") && matches(&compiled, "REASONING"));
+    assert!(!matches(&compiled, "CODER") && !matches(&compiled, "hello"));
+    assert!(grail_tools::classification_grammar(&[]).is_err());
+    assert!(grail_tools::classification_grammar(&[labels[0].clone(), labels[0].clone()]).is_err());
+}
