@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use grail_tools::{
     CallOptions, PoolFilter, Think, ToolChoice, ToolRegistry, ToolsError, WireFormat,
-    tool_call_grammar, validate_output,
+    lazy_tool_call_grammar, tool_call_grammar, validate_output,
 };
 use serde_json::json;
 
@@ -27,8 +27,8 @@ pub struct CallArgs {
     /// of the one tool to call.
     #[arg(long, default_value = "auto", value_name = "auto|required|none|NAME")]
     pub choice: String,
-    /// Allow several calls in one answer, at most MAX (no maximum without a value).
-    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "0")]
+    /// Allow several calls in one answer: `--parallel` (no maximum) or `--parallel=MAX`.
+    #[arg(long, value_name = "MAX", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
     pub parallel: Option<u32>,
     /// A reasoning block first: `optional` (`<think>…</think>` may come first),
     /// `required` (it must), `forced` (the prompt opened `<think>`: the answer starts
@@ -164,9 +164,14 @@ pub struct ToolsArgs {
     #[command(flatten)]
     pub call: CallArgs,
     /// Output: the grammar as GBNF (diagnostics on stderr), or one JSON object
-    /// `{"ok", "grammar", "tools_kept", "diagnostics"}`.
+    /// `{"ok", "grammar", "tools_kept", "tools_filtered", "diagnostics"}` (with
+    /// --triggers also `grammar_lazy`, `grammar_triggers`, `preserved_tokens`).
     #[arg(long, value_enum, default_value_t = ToolsFormat::Gbnf)]
     pub format: ToolsFormat,
+    /// For `--choice auto`: the lazy form llama-server takes (the calls' grammar alone,
+    /// applied from the first trigger on), with its triggers and preserved tokens.
+    #[arg(long)]
+    pub triggers: bool,
 }
 
 /// `--format` values of `grail tools`.
@@ -193,8 +198,16 @@ pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(tool, reason)| json!({"name": tool, "reason": reason}))
         .collect();
-    match tool_call_grammar(&registry, &options) {
-        Ok(grammar) => {
+    let made = if args.triggers {
+        lazy_tool_call_grammar(&registry, &options).map(|lazy| {
+            let fields = lazy.llama_server_fields();
+            (lazy.grammar, Some(fields))
+        })
+    } else {
+        tool_call_grammar(&registry, &options).map(|grammar| (grammar, None))
+    };
+    match made {
+        Ok((grammar, lazy)) => {
             let gbnf = grammar.gbnf();
             match args.format {
                 ToolsFormat::Gbnf => {
@@ -204,10 +217,16 @@ pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
                     for (tool, diagnostic) in &grammar.diagnostics {
                         eprintln!("{}", tool_diagnostic(tool, diagnostic));
                     }
+                    if let Some(lazy) = &lazy {
+                        eprintln!(
+                            "note: lazy grammar (grammar_lazy: true); grammar_triggers: {}; preserved_tokens: {}",
+                            lazy["grammar_triggers"], lazy["preserved_tokens"]
+                        );
+                    }
                     print!("{gbnf}");
                 }
                 ToolsFormat::Json => {
-                    let output = json!({
+                    let mut output = json!({
                         "ok": true,
                         "grammar": gbnf,
                         "tools_kept": grammar.tools,
@@ -218,6 +237,11 @@ pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
                             entry
                         }).collect::<Vec<_>>(),
                     });
+                    if let Some(lazy) = &lazy {
+                        for key in ["grammar_lazy", "grammar_triggers", "preserved_tokens"] {
+                            output[key] = lazy[key].clone();
+                        }
+                    }
                     println!("{output}");
                 }
             }
@@ -310,10 +334,7 @@ pub fn run_validate(args: &ValidateCallArgs) -> anyhow::Result<ExitCode> {
         .map_err(|_| anyhow::anyhow!("`{}` is not UTF-8", input.name))?;
     match validate_output(&registry, &options, &output) {
         Ok(checked) => {
-            let mut report = match &checked.text {
-                Some(text) => json!({"content": text, "tool_calls": []}),
-                None => json!({"content": null, "tool_calls": checked.tool_calls()}),
-            };
+            let mut report = json!({"content": checked.text, "tool_calls": checked.tool_calls()});
             if let Some(reasoning) = &checked.reasoning {
                 report["reasoning_content"] = json!(reasoning);
             }

@@ -28,6 +28,7 @@
 mod error;
 pub mod filter;
 mod grammar;
+mod lazy;
 mod registry;
 mod validate;
 mod wire;
@@ -37,6 +38,7 @@ pub use filter::{FilteredPool, PoolFilter};
 pub use grammar::{
     CallOptions, Think, ToolChoice, ToolGrammar, classification_grammar, tool_call_grammar,
 };
+pub use lazy::{LazyGrammar, Trigger, lazy_tool_call_grammar};
 pub use registry::{MAX_NAME_LEN, Tool, ToolRegistry};
 pub use validate::{CallFault, Checked, Fault, ToolCall, validate_output};
 pub use wire::WireFormat;

@@ -32,12 +32,13 @@ impl ToolCall {
     }
 }
 
-/// A valid output: the reasoning, and either text or calls.
+/// A valid output: the reasoning, and text, calls, or (with `auto`) text then calls.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Checked {
     /// The reasoning block's text, when there was one.
     pub reasoning: Option<String>,
-    /// The answer as free text (no call), when it is one.
+    /// The answer's free text: all of it when there is no call, or (with `auto`) the text
+    /// before the calls.
     pub text: Option<String>,
     /// The calls, in order.
     pub calls: Vec<ToolCall>,
@@ -118,6 +119,15 @@ pub fn validate_output(
             calls: Vec::new(),
         });
     }
+    // With `auto`, text may come before the calls (a lazy grammar lets the model write
+    // freely until it starts a call): the calls from where they start, the text before.
+    let (text_before, answer) = match options.choice {
+        ToolChoice::Auto => match calls_start(options, answer) {
+            Some(start) if start > 0 => (Some(answer[..start].trim_end()), &answer[start..]),
+            _ => (None, answer),
+        },
+        _ => (None, answer),
+    };
     let raw_calls = match read_calls(options, answer)? {
         Some(calls) => calls,
         None => {
@@ -169,9 +179,33 @@ pub fn validate_output(
     }
     Ok(Checked {
         reasoning,
-        text: None,
+        text: text_before.map(str::to_string),
         calls,
     })
+}
+
+/// Where the calls start in an answer: the wire format's opening tag, or for the JSON
+/// formats a `{` (a `[` for several calls) followed by the name key (what the lazy
+/// grammar's trigger waits for).
+fn calls_start(options: &CallOptions, answer: &str) -> Option<usize> {
+    if let Some(opening) = options.wire.opening() {
+        return answer.find(opening);
+    }
+    let open = if options.parallel() { '[' } else { '{' };
+    let key = format!("\"{}\"", options.wire.name_key());
+    answer
+        .match_indices(open)
+        .map(|(index, _)| index)
+        .find(|&index| {
+            let mut rest = answer[index + 1..].trim_start();
+            if options.parallel() {
+                match rest.strip_prefix('{') {
+                    Some(after) => rest = after.trim_start(),
+                    None => return false,
+                }
+            }
+            rest.starts_with(&key)
+        })
 }
 
 /// The reasoning block's text and the rest of the output.

@@ -169,3 +169,56 @@ fn classification_grammar_takes_exactly_one_label() {
     assert!(grail_tools::classification_grammar(&[]).is_err());
     assert!(grail_tools::classification_grammar(&[labels[0].clone(), labels[0].clone()]).is_err());
 }
+
+/// `auto` as llama-server's lazy grammar: the calls' grammar alone, a trigger that finds
+/// where a call starts in free text, and the validator taking the text before the calls.
+#[test]
+fn lazy_grammars_hold_the_calls_from_their_trigger_on() {
+    let registry = ToolRegistry::from_json_text(
+        &std::fs::read_to_string(testdata().join("seeds.tools.json")).unwrap(),
+    )
+    .unwrap();
+    for wire in WireFormat::ALL {
+        let options = CallOptions {
+            wire,
+            choice: ToolChoice::Auto,
+            ..CallOptions::default()
+        };
+        let lazy = grail_tools::lazy_tool_call_grammar(&registry, &options).unwrap();
+        let fields = lazy.llama_server_fields();
+        assert_eq!(fields["grammar_lazy"], true);
+        let trigger = &fields["grammar_triggers"][0];
+        let call = render(
+            &serde_json::json!({"calls": [{"name": "navigate", "arguments": {"action": "get_tree"}}]}),
+            &options,
+        );
+        match trigger["type"].as_u64() {
+            // A word: the call starts with it.
+            Some(1) => assert!(call.starts_with(trigger["value"].as_str().unwrap())),
+            // A pattern: it finds the call's start (checked here with the `regex` crate,
+            // which reads these simple patterns as std::regex does).
+            Some(2) => {
+                let pattern = regex::Regex::new(trigger["value"].as_str().unwrap()).unwrap();
+                assert_eq!(pattern.find(&format!("Sure. {call}")).unwrap().start(), 6);
+            }
+            other => panic!("trigger type {other:?}"),
+        }
+        let compiled =
+            CompiledGrammar::compile(&lazy.grammar.grammar, &Default::default()).unwrap();
+        assert!(matches(&compiled, &call), "{}: {call}", wire.label());
+        assert!(
+            !matches(&compiled, "Sure."),
+            "{}: text is before the trigger",
+            wire.label()
+        );
+        let checked =
+            validate_output(&registry, &options, &format!("Let me look.\n{call}")).unwrap();
+        assert_eq!(checked.text.as_deref(), Some("Let me look."));
+        assert_eq!(checked.calls.len(), 1);
+    }
+    let required = CallOptions {
+        choice: ToolChoice::Required,
+        ..CallOptions::default()
+    };
+    assert!(grail_tools::lazy_tool_call_grammar(&registry, &required).is_err());
+}

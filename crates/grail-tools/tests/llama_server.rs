@@ -162,4 +162,45 @@ fn llama_server_writes_a_valid_call_under_grails_grammar() {
         matcher.accept_str(content).is_ok() && matcher.is_accepting(),
         "Grail's matcher disagrees with llama.cpp on {content:?}"
     );
+
+    // `auto` as a lazy grammar (Hermes blocks): llama-server takes the fields as Grail
+    // writes them, and whatever follows a trigger is a valid call.
+    let auto = CallOptions {
+        wire: WireFormat::Hermes,
+        choice: ToolChoice::Auto,
+        ..CallOptions::default()
+    };
+    let lazy = grail_tools::lazy_tool_call_grammar(&registry, &auto).unwrap();
+    let mut request = lazy.llama_server_fields();
+    request["messages"] = json!([
+        {"role": "system", "content": "To call a tool, write <tool_call>\n{\"name\": \"navigate\", \"arguments\": {\"action\": \"get_tree\"}}\n</tool_call>. Tools: navigate, search, file."},
+        {"role": "user", "content": "Show me the tree of this project."}
+    ]);
+    request["temperature"] = json!(0);
+    request["max_tokens"] = json!(150);
+    let (status, body) = http(port, "POST", "/v1/chat/completions", &request.to_string())
+        .expect("the server answers");
+    assert_eq!(
+        status, 200,
+        "llama-server refused the lazy grammar's fields: {body}"
+    );
+    let response: Value = serde_json::from_str(&body).expect("a JSON response");
+    let content = response["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or("");
+    println!("llama-server wrote (lazy): {content:?}");
+    if let Some(start) = content.find("<tool_call>")
+        && response["choices"][0]["finish_reason"] == "stop"
+    {
+        let calls_only = CallOptions {
+            choice: ToolChoice::Required,
+            ..auto.clone()
+        };
+        validate_output(&registry, &calls_only, &content[start..]).unwrap_or_else(|fault| {
+            panic!(
+                "invalid call after the trigger in {content:?}: {}",
+                fault.feedback()
+            )
+        });
+    }
 }
