@@ -244,18 +244,22 @@ fn calls_schema(tools: &[&Tool], wire: WireFormat) -> Value {
         if let Value::Object(object) = &mut arguments {
             object.remove("$schema");
         }
-        definitions.insert(
-            tool.name.clone(),
-            json!({
-                "type": "object",
-                "properties": {name_key: {"const": tool.name}, arguments_key: arguments},
-                "required": [name_key, arguments_key],
-                "additionalProperties": false,
-            }),
-        );
+        // Built by hand: `json!` would serialize the arguments' schema again.
+        let mut properties = serde_json::Map::new();
+        properties.insert(name_key.into(), json!({"const": tool.name}));
+        properties.insert(arguments_key.into(), arguments);
+        let mut call = serde_json::Map::new();
+        call.insert("type".into(), json!("object"));
+        call.insert("properties".into(), Value::Object(properties));
+        call.insert("required".into(), json!([name_key, arguments_key]));
+        call.insert("additionalProperties".into(), Value::Bool(false));
+        definitions.insert(tool.name.clone(), Value::Object(call));
         branches.push(json!({"$ref": format!("#/$defs/{}", tool.name)}));
     }
-    let mut schema = json!({ "anyOf": branches, "$defs": definitions });
+    let mut schema = serde_json::Map::new();
+    schema.insert("anyOf".into(), Value::Array(branches));
+    schema.insert("$defs".into(), Value::Object(definitions));
+    let mut schema = Value::Object(schema);
     // The tools' draft, when they agree on one (draft-07 reads `$ref` siblings apart).
     let drafts: Vec<&Value> = tools
         .iter()
