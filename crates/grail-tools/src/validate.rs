@@ -61,7 +61,8 @@ pub struct CallFault {
 /// One fault.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
-    /// A stable kebab-case code: `not-a-call`, `call-malformed`, `tool-unknown`,
+    /// A stable kebab-case code: `not-a-call`, `call-malformed`, `call-truncated`,
+    /// `tool-unknown`,
     /// `tool-not-chosen`, `arguments-missing`, `arguments-invalid`, `too-many-calls`,
     /// `think-unclosed`, `think-missing`, `answer-empty`.
     pub code: &'static str,
@@ -243,11 +244,16 @@ fn split_reasoning(think: Think, output: &str) -> Result<(Option<String>, &str),
 fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Value>>, CallFault> {
     let malformed = |message: String| CallFault::one("call-malformed", None, message);
     let parse = |text: &str| -> Result<Value, CallFault> {
-        serde_json::from_str(text.trim()).map_err(|error| {
-            malformed(format!(
+        serde_json::from_str(text.trim()).map_err(|error| match error.is_eof() {
+            true => CallFault::one(
+                "call-truncated",
+                None,
+                "the tool call ends before it is complete (was the generation cut off by its token limit?)".into(),
+            ),
+            false => malformed(format!(
                 "the tool call is not valid JSON: {error}; write it as {}",
                 example(options.wire)
-            ))
+            )),
         })
     };
     let as_list = |value: Value| match value {

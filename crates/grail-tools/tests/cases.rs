@@ -222,3 +222,28 @@ fn lazy_grammars_hold_the_calls_from_their_trigger_on() {
     };
     assert!(grail_tools::lazy_tool_call_grammar(&registry, &required).is_err());
 }
+
+/// A call cut off by the token limit is reported as such, not as bad JSON.
+#[test]
+fn a_truncated_call_says_so() {
+    let registry = ToolRegistry::from_json_text(
+        &std::fs::read_to_string(testdata().join("seeds.tools.json")).unwrap(),
+    )
+    .unwrap();
+    let options = CallOptions {
+        choice: ToolChoice::Required,
+        ..CallOptions::default()
+    };
+    let fault = validate_output(
+        &registry,
+        &options,
+        r#"{"name": "navigate", "arguments": {"action": "get_tr"#,
+    )
+    .unwrap_err();
+    assert_eq!(fault.faults[0].code, "call-truncated");
+    assert!(
+        fault.feedback().contains("token limit"),
+        "{}",
+        fault.feedback()
+    );
+}
