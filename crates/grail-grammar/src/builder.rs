@@ -2,7 +2,9 @@
 //! concatenating strings: names are made valid for llama.cpp, references are checked,
 //! and only rules reachable from the root are kept.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::analysis::references;
 use crate::charset::CharSet;
@@ -165,8 +167,8 @@ impl GrammarBuilder {
         let mut builder = GrammarBuilder {
             names: Vec::new(),
             bodies: Vec::new(),
-            taken: HashMap::new(),
-            next_suffix: HashMap::new(),
+            taken: HashMap::default(),
+            next_suffix: HashMap::default(),
         };
         builder.declare("root");
         builder

@@ -1,7 +1,7 @@
 //! The conversion's shared state: the document, the options, the grammar being built, the
 //! rule of each schema location, and the diagnostics.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use grail_grammar::{GrammarBuilder, RuleId};
 use serde_json::Value;
@@ -63,9 +63,9 @@ impl<'s> Converter<'s> {
             builder: GrammarBuilder::new(),
             framed_as: None,
             diagnostics: Vec::new(),
-            shapes: HashMap::new(),
-            rules: HashMap::new(),
-            primitives: HashMap::new(),
+            shapes: HashMap::default(),
+            rules: HashMap::default(),
+            primitives: HashMap::default(),
             reading: Vec::new(),
             expanding: Vec::new(),
             depth: 0,

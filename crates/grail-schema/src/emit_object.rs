@@ -9,7 +9,7 @@
 //! written; `count` is capped at the largest number the bounds mention, so the rules stay
 //! few (without bounds, only "none yet" and "some" differ: the comma).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use grail_grammar::{Expr, RuleId};
 
@@ -476,7 +476,7 @@ impl Converter<'_> {
             let limit = self.options.limits.max_any_order_properties;
             let states = (1u64 << layout.slots.len().min(63)).saturating_mul(cap + 1);
             if layout.slots.len() <= limit && states <= MAX_ANY_ORDER_STATES {
-                let mut memo = HashMap::new();
+                let mut memo = HashMap::default();
                 return self.rest_any_order(layout, (0, 0), cap, name, &mut memo);
             }
             self.diagnostics.push(SchemaDiagnostic::new(
@@ -490,7 +490,7 @@ impl Converter<'_> {
                 ),
             ));
         }
-        let mut memo: HashMap<(usize, u64, u32), RuleId> = HashMap::new();
+        let mut memo: HashMap<(usize, u64, u32), RuleId> = HashMap::default();
         self.rest(layout, (0, 0, 0), cap, name, &mut memo)
     }
 
