@@ -26,6 +26,8 @@ struct Slot {
     /// `"name" space ":" space value`.
     pair: Expr,
     required: bool,
+    /// Written before the others (see `ObjectRules::written_first`).
+    first: bool,
     /// Its bit among the names presence conditions mention, if they mention it.
     tracked: Option<u32>,
 }
@@ -219,11 +221,13 @@ impl Converter<'_> {
             slots.push(Slot {
                 pair,
                 required,
+                first: rules.written_first.contains(&property),
                 tracked: bit_of(&property),
             });
         }
-        // Required properties first, in schema order, then the optional ones.
-        slots.sort_by_key(|slot| !slot.required);
+        // Required properties first, in schema order, then the others (those only a
+        // presence condition requires among them: see `ObjectRules::written_first`).
+        slots.sort_by_key(|slot| !slot.first);
         let additional = self.additional_pairs(rules, &keys, &written, name)?;
         Some(Layout {
             slots,

@@ -259,6 +259,12 @@ impl Converter<'_> {
                 required.push(name.clone());
             }
         }
+        let mut written_first = left.written_first.clone();
+        for name in &right.written_first {
+            if !written_first.contains(name) {
+                written_first.push(name.clone());
+            }
+        }
         let (additional, key_rules) = if general {
             // Each side's `additionalProperties` becomes a rule for the keys it governed.
             let mut rules = Vec::new();
@@ -307,6 +313,7 @@ impl Converter<'_> {
         ObjectRules {
             properties,
             required,
+            written_first,
             additional,
             key_rules,
             property_names,

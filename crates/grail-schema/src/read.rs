@@ -335,6 +335,7 @@ impl Converter<'_> {
                 typed.object.properties.push((name.clone(), shape));
                 if required && !typed.object.required.contains(name) {
                     typed.object.required.push(name.clone());
+                    typed.object.written_first.push(name.clone());
                 }
             }
         } else if let Some(Value::Array(values)) = component.get("enum") {
@@ -597,7 +598,10 @@ impl Converter<'_> {
                             Some(name)
                                 if !typed.object.required.iter().any(|known| known == name) =>
                             {
-                                typed.object.required.push(name.to_string())
+                                typed.object.required.push(name.to_string());
+                                if object.contains_key("properties") {
+                                    typed.object.written_first.push(name.to_string());
+                                }
                             }
                             Some(_) => {}
                             None => self.error(

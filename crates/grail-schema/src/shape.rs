@@ -202,6 +202,12 @@ pub struct ObjectRules {
     pub properties: Vec<(String, Shape)>,
     /// Required names, in the order first required.
     pub required: Vec<String>,
+    /// The required names the grammar writes first (as llama.cpp does): those of the
+    /// schemas that declare `properties`. A name required only by a schema that declares
+    /// none (a `dependencies` entry, one `required` list of a `oneOf`) keeps its place
+    /// among the properties, so every alternative of an object writes its keys in one
+    /// order. Not a constraint: only the order of the keys.
+    pub written_first: Vec<String>,
     /// Properties neither declared nor matched by a pattern.
     pub additional: Shape,
     /// Rules for the values of keys by the form of the key (`patternProperties`, and
@@ -297,6 +303,7 @@ impl Default for ObjectRules {
         ObjectRules {
             properties: Vec::new(),
             required: Vec::new(),
+            written_first: Vec::new(),
             additional: Shape::Any,
             key_rules: Vec::new(),
             property_names: None,
@@ -365,6 +372,7 @@ impl Typed {
     pub fn presence_only(&self) -> Option<Presence> {
         let mut bare = self.clone();
         bare.object.required.clear();
+        bare.object.written_first.clear();
         bare.object.presence.clear();
         if !bare.is_unconstrained() {
             return None;
