@@ -48,6 +48,11 @@ pub struct SchemaArgs {
     /// object, numbers of at most 16 digits per part, compact constants.
     #[arg(long)]
     pub llama_cpp: bool,
+    /// Write objects and arrays nested more than N levels deep as any JSON object or array
+    /// (with a warning saying where), unrolling recursive schemas to that depth. Default:
+    /// exact at every depth.
+    #[arg(long, value_name = "N")]
+    pub depth_cap: Option<u32>,
 }
 
 /// `--whitespace` values.
@@ -90,6 +95,7 @@ impl SchemaArgs {
         if let Some(additional) = self.additional_properties {
             options.additional_properties_default = additional;
         }
+        options.depth_cap = self.depth_cap;
         options
     }
 }

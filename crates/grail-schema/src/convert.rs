@@ -40,6 +40,14 @@ pub(crate) struct Converter<'s> {
     pub expanding: Vec<String>,
     /// How deep schema objects nest at the current point of reading.
     pub depth: usize,
+    /// How many objects and arrays enclose the value being written (for
+    /// `SchemaOptions::depth_cap`).
+    pub nesting: u32,
+    /// The schema locations whose rules are being written, innermost last (where a
+    /// depth cap applies, for its warning).
+    pub writing: Vec<String>,
+    /// Whether the depth cap's warning was given.
+    pub capped: bool,
     /// Rules declared so far.
     pub rule_count: usize,
 }
@@ -69,6 +77,9 @@ impl<'s> Converter<'s> {
             reading: Vec::new(),
             expanding: Vec::new(),
             depth: 0,
+            nesting: 0,
+            writing: Vec::new(),
+            capped: false,
             rule_count: 1,
         }
     }

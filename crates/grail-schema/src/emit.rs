@@ -6,6 +6,7 @@ use grail_grammar::{Expr, RuleId};
 use serde_json::Value;
 
 use crate::convert::{Converter, rule_name};
+use crate::diagnostic::{SchemaDiagnostic, Severity};
 use crate::json_text::{any_string_char, encoded_set, encoded_text};
 use crate::numeric::{NumberSyntax, integer_expr, number_expr};
 use crate::options::Whitespace;
@@ -69,6 +70,37 @@ impl Converter<'_> {
         })
     }
 
+    /// A value one object or array deeper than the current one (a property's, an
+    /// item's), as [`Converter::emit_as_rule`] writes it.
+    pub fn emit_nested(&mut self, shape: &Shape, name: &str) -> Expr {
+        self.nesting += 1;
+        let expr = self.emit_as_rule(shape, name);
+        self.nesting -= 1;
+        expr
+    }
+
+    /// The warning of `SchemaOptions::depth_cap`, once, at the first place it applies.
+    fn warn_capped(&mut self, name: &str) {
+        if self.capped {
+            return;
+        }
+        self.capped = true;
+        let cap = self.options.depth_cap.unwrap_or(0);
+        let pointer = self.writing.last().cloned().unwrap_or_default();
+        self.diagnostics.push(
+            SchemaDiagnostic::new(
+                Severity::Warning,
+                "depth-capped",
+                &pointer,
+                None,
+                format!(
+                    "objects and arrays below nesting level {cap} (the outermost value being level 0) are written as any JSON object or array (the depth cap); first in rule `{name}`"
+                ),
+            )
+            .with_help("raise the cap, or leave it unset for a grammar exact at every depth"),
+        );
+    }
+
     /// `shape` as a reference to a rule (its own, or a shared one) when it is more than a
     /// token or a reference already.
     pub fn emit_as_rule(&mut self, shape: &Shape, name: &str) -> Expr {
@@ -92,7 +124,13 @@ impl Converter<'_> {
     /// The rule of the schema at `target`, declared and defined on first use (recursion
     /// refers to it before it is defined).
     pub fn rule_of(&mut self, target: &str) -> RuleId {
-        if let Some(&rule) = self.rules.get(target) {
+        // Under a depth cap, a location has one rule per depth up to the cap (recursion
+        // unrolled), then one for every depth past it.
+        let key = match self.options.depth_cap {
+            Some(cap) => format!("{target}\u{0}{}", self.nesting.min(cap + 1)),
+            None => target.to_string(),
+        };
+        if let Some(&rule) = self.rules.get(&key) {
             return rule;
         }
         let rule = if target.is_empty() {
@@ -103,13 +141,15 @@ impl Converter<'_> {
         } else {
             self.declare(&rule_name(target))
         };
-        self.rules.insert(target.to_string(), rule);
+        self.rules.insert(key, rule);
         let shape = self.read(target);
+        self.writing.push(target.to_string());
         let expr = if self.over_rule_limit() {
             Expr::Choice(Vec::new())
         } else {
             self.emit(&shape, &rule_name(target))
         };
+        self.writing.pop();
         self.builder
             .define(rule, expr)
             .expect("a schema rule is defined once");
@@ -441,11 +481,22 @@ impl Converter<'_> {
         if types.has(Types::STRING) {
             choices.extend(self.string(typed, name));
         }
+        let capped = self.options.depth_cap.is_some_and(|cap| self.nesting > cap);
         if types.has(Types::ARRAY) {
-            choices.extend(self.array(typed, name));
+            if capped {
+                self.warn_capped(name);
+                choices.push(self.primitive(Primitive::Array));
+            } else {
+                choices.extend(self.array(typed, name));
+            }
         }
         if types.has(Types::OBJECT) {
-            choices.extend(self.object(typed, name));
+            if capped {
+                self.warn_capped(name);
+                choices.push(self.primitive(Primitive::Object));
+            } else {
+                choices.extend(self.object(typed, name));
+            }
         }
         match <[Expr; 1]>::try_from(choices) {
             Ok([single]) => single,

@@ -33,14 +33,14 @@ impl Converter<'_> {
         // Items after the prefix: none when `items` is false.
         let item = (rules.items != Shape::Never).then(|| {
             let item_name = format!("{name}-item");
-            self.emit_as_rule(&rules.items, &item_name)
+            self.emit_nested(&rules.items, &item_name)
         });
         let prefix: Vec<Expr> = rules
             .prefix
             .iter()
             .enumerate()
             .take(max.map_or(usize::MAX, |max| max as usize))
-            .map(|(position, shape)| self.emit_as_rule(shape, &format!("{name}-tuple-{position}")))
+            .map(|(position, shape)| self.emit_nested(shape, &format!("{name}-tuple-{position}")))
             .collect();
         if prefix.iter().any(is_nothing) {
             // An item that nothing satisfies: only the items before it may appear.
@@ -145,14 +145,14 @@ impl Converter<'_> {
             contains.value.shape.clone(),
         );
         if needed == 0 {
-            let item = self.emit_as_rule(&item_shape, &format!("{name}-item"));
+            let item = self.emit_nested(&item_shape, &format!("{name}-item"));
             return self.list(item, rules.min_items, None);
         }
         if matching_shape == Shape::Never {
             return None;
         }
-        let item = self.emit_as_rule(&item_shape, &format!("{name}-item"));
-        let matching = self.emit_as_rule(&matching_shape, &format!("{name}-contains"));
+        let item = self.emit_nested(&item_shape, &format!("{name}-item"));
+        let matching = self.emit_nested(&matching_shape, &format!("{name}-contains"));
         let space = self.space();
         let separator = Expr::sequence([self.item_separator(), space]);
         let others = Expr::sequence([item.clone(), separator.clone()]).zero_or_more();

@@ -209,7 +209,7 @@ impl Converter<'_> {
             } else {
                 format!("{name}-{property}")
             };
-            let value = self.emit_as_rule(&shape, &value_name);
+            let value = self.emit_nested(&shape, &value_name);
             let pair = Expr::sequence([
                 key_literal(&property),
                 space.clone(),
@@ -260,7 +260,7 @@ impl Converter<'_> {
             if rules.additional == Shape::Never {
                 return Some(None);
             }
-            let value = self.emit_as_rule(&rules.additional, &value_name);
+            let value = self.emit_nested(&rules.additional, &value_name);
             let key = if written.is_empty() {
                 self.primitive(crate::emit::Primitive::String)
             } else {
@@ -360,7 +360,7 @@ impl Converter<'_> {
                 Ok(key) => key,
                 Err(_) => return None,
             };
-            let value = self.emit_as_rule(&shape, &kind_name);
+            let value = self.emit_nested(&shape, &kind_name);
             let pair = Expr::sequence([
                 quote,
                 key,

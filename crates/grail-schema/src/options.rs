@@ -124,6 +124,12 @@ pub struct SchemaOptions {
     /// What separates a key from its value: `":"` (default), or with JSON whitespace
     /// around it, such as `": "`. The [`Whitespace`] rule still surrounds it.
     pub key_separator: String,
+    /// When set, objects and arrays nested more than this many levels deep (the
+    /// outermost value is level 0) are written as any JSON object or array, with a warning
+    /// saying where (`depth-capped`): for recursive schemas whose full grammar a model or a
+    /// server should not carry. Values up to the cap are exact; recursion is unrolled to
+    /// the cap. `None` (default): exact at every depth, recursion as recursive rules.
+    pub depth_cap: Option<u32>,
     /// Limits on the work done.
     pub limits: SchemaLimits,
 }
@@ -140,6 +146,7 @@ impl Default for SchemaOptions {
             numbers: NumberSyntax::default(),
             item_separator: ",".to_string(),
             key_separator: ":".to_string(),
+            depth_cap: None,
             limits: SchemaLimits::default(),
         }
     }

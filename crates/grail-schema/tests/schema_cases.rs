@@ -67,6 +67,7 @@ fn options_of(case: &Value) -> SchemaOptions {
                     options
                 }
             }
+            "depth_cap" => options.depth_cap = Some(value.as_u64().unwrap() as u32),
             "item_separator" => options.item_separator = text.to_string(),
             "key_separator" => options.key_separator = text.to_string(),
             other => panic!("unknown option {other:?}"),

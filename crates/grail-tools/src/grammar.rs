@@ -310,12 +310,19 @@ fn by_tool(
     mut diagnostic: SchemaDiagnostic,
 ) -> (String, SchemaDiagnostic) {
     for tool in tools {
-        let place = arguments_place(&tool.name, wire);
-        if let Some(inside) = diagnostic.pointer.strip_prefix(&place)
-            && (inside.is_empty() || inside.starts_with('/'))
-        {
-            diagnostic.pointer = inside.to_string();
-            return (tool.name.clone(), diagnostic);
+        // Inside the arguments' schema, or (a finding about the call as a whole, such as
+        // where a depth cap applies) at the tool's call.
+        let places = [
+            arguments_place(&tool.name, wire),
+            format!("/$defs/{}", tool.name),
+        ];
+        for place in places {
+            if let Some(inside) = diagnostic.pointer.strip_prefix(&place)
+                && (inside.is_empty() || inside.starts_with('/'))
+            {
+                diagnostic.pointer = inside.to_string();
+                return (tool.name.clone(), diagnostic);
+            }
         }
     }
     (String::new(), diagnostic)
