@@ -296,12 +296,16 @@ fn strings_over(units: &[&[u8]], longest: usize) -> Vec<Vec<u8>> {
 /// Every string of one to `longest` units over `units`, with an end-of-generation token
 /// first.
 fn strings_vocabulary(units: &[&[u8]], longest: usize) -> Arc<VocabularyIndex> {
-    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
-    tokens.extend(strings_over(units, longest));
+    with_end_of_generation("strings", strings_over(units, longest))
+}
+
+/// A vocabulary of `<eos>` (id 0, special, ending generation) then the text `tokens`.
+fn with_end_of_generation(name: &str, tokens: Vec<Vec<u8>>) -> Arc<VocabularyIndex> {
+    let tokens: Vec<Vec<u8>> = std::iter::once(b"<eos>".to_vec()).chain(tokens).collect();
     let mut kinds = vec![TokenKind::Text; tokens.len()];
     kinds[0] = TokenKind::Special;
     Arc::new(VocabularyIndex::new(Vocabulary::new(
-        "strings",
+        name,
         tokens,
         kinds,
         vec![0],
@@ -421,8 +425,7 @@ fn json_string_vocabulary() -> Arc<VocabularyIndex> {
         b"\"",
         b",",
     ];
-    let mut tokens: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
-    tokens.extend(strings_over(&units, 3));
+    let mut tokens = strings_over(&units, 3);
     for extra in [
         "\\u00e9",
         "\\u00",
@@ -439,15 +442,7 @@ fn json_string_vocabulary() -> Arc<VocabularyIndex> {
     ] {
         tokens.push(extra.as_bytes().to_vec());
     }
-    let mut kinds = vec![TokenKind::Text; tokens.len()];
-    kinds[0] = TokenKind::Special;
-    Arc::new(VocabularyIndex::new(Vocabulary::new(
-        "json strings",
-        tokens,
-        kinds,
-        vec![0],
-        None,
-    )))
+    with_end_of_generation("json strings", tokens)
 }
 
 proptest! {
