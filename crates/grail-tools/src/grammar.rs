@@ -280,11 +280,16 @@ fn arguments_place(tool: &str, wire: WireFormat) -> String {
 }
 
 /// Points every local `$ref` (`#…`) of a schema moved to `place` at its new location.
+/// References inside a schema with its own `$id` (the moved schema's root included) are
+/// relative to that resource, which moves with them: they stay as they are.
 fn rewrite_refs(schema: &mut Value, place: &str) {
     let mut pending: Vec<&mut Value> = vec![schema];
     while let Some(value) = pending.pop() {
         match value {
             Value::Object(object) => {
+                if object.contains_key("$id") {
+                    continue;
+                }
                 for (key, child) in object.iter_mut() {
                     if key == "$ref"
                         && let Value::String(reference) = child
