@@ -20,7 +20,8 @@ Refusals and documents the engines disagree on are listed, never dropped silentl
 Property order: both engines fix it, differently. llguidance follows the order of `properties`
 (then `required` names not in it; undeclared properties after; docs/json_schema.md "Property
 order"); Grail, like llama.cpp's converter, puts the required properties first and the optional
-ones after (each in `properties` order; --any-order lifts it). So that both constrain to the same
+ones after (each in `properties` order; "required" by a schema that declares `properties`: a name
+only a presence condition requires keeps its place; --any-order lifts it). So that both constrain to the same
 order, llguidance gets a copy of the schema in which every `properties` map lists the required
 properties first (`required` of the same object, of the parent whose allOf/anyOf/oneOf branch it
 is, and of allOf siblings) -- the same JSON Schema (key order in a JSON object carries no meaning
@@ -187,7 +188,9 @@ def collect(root, node, shape, seen, keys=None):
                 if name not in shape.property_schemas:
                     shape.properties.append(name)
                 shape.property_schemas.setdefault(name, []).append(sub)
-        elif key == "required" and isinstance(value, list):
+        elif key == "required" and isinstance(value, list) and "properties" in node:
+            # Grail writes first the names required by schemas that declare properties;
+            # a name only a presence condition requires keeps its place.
             shape.required.extend(name for name in value if isinstance(name, str) and name not in shape.required)
         elif key == "patternProperties" and isinstance(value, dict):
             shape.patterns.extend(value.items())
@@ -262,7 +265,11 @@ def required_first(node):
     changed = 0
 
     def names(value):
-        items = value.get("required") if isinstance(value, dict) else None
+        # Only schemas that declare properties put their required names first (Grail's
+        # order, docs/json-schema.md "Key order").
+        if not isinstance(value, dict) or "properties" not in value:
+            return []
+        items = value.get("required")
         return [n for n in items if isinstance(n, str)] if isinstance(items, list) else []
 
     def walk(value, inherited=()):

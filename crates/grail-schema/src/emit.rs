@@ -537,14 +537,17 @@ impl Converter<'_> {
         );
         // Any JSON number under a bound other than 0 is not a regular language (an
         // exponent can stand against any number of fraction digits); with the exponent
-        // written in at most two digits it is, and no serializer writes more for values
-        // near such bounds. A documented narrowing, not a weakening.
+        // written in at most two digits, in scientific notation (one nonzero digit before
+        // the point, as serializers write exponents), it is, and small: no serializer
+        // writes otherwise for values near such bounds. A documented narrowing, not a
+        // weakening.
         if matches!(result, Err(crate::numeric::NumericError::Unsupported(_)))
             && !integers_only
             && syntax.max_exponent_digits.is_none()
         {
             let narrowed = NumberSyntax {
                 max_exponent_digits: Some(2),
+                scientific_exponent: true,
                 ..syntax.clone()
             };
             result = self.number_grammar(

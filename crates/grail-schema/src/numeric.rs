@@ -137,6 +137,13 @@ pub struct NumberSyntax {
     /// True when exponent digits have no leading zeros (`1e5`, not `1e05`), as in
     /// llama.cpp's `[eE] [-+]? integral-part`. JSON allows leading zeros there.
     pub canonical_exponent: bool,
+    /// True when a number with an exponent is written in scientific notation: one
+    /// nonzero digit before the point (`1.5e-7`, `2e+20`, as JSON serializers write
+    /// exponents; not `15e-8` or `0.15e-6`). Numbers without exponent keep the other caps.
+    /// A range then needs a mantissa language of its own for the exponents of its bounds
+    /// only (every other exponent takes all mantissas or none), where otherwise every
+    /// exponent near a bound's magnitude does.
+    pub scientific_exponent: bool,
 }
 
 impl NumberSyntax {
@@ -149,6 +156,7 @@ impl NumberSyntax {
             max_fraction_digits: Some(16),
             max_exponent_digits: Some(16),
             canonical_exponent: true,
+            scientific_exponent: false,
         }
     }
 
@@ -180,6 +188,7 @@ impl NumberSyntax {
             max_fraction_digits: Some(0),
             max_exponent_digits: Some(0),
             canonical_exponent: true,
+            scientific_exponent: false,
         }
     }
 
@@ -191,6 +200,7 @@ impl NumberSyntax {
             max_fraction_digits: self.max_fraction_digits.filter(|&digits| digits == 0),
             max_exponent_digits: Some(0),
             canonical_exponent: true,
+            scientific_exponent: false,
         }
     }
 }
@@ -711,6 +721,24 @@ fn plain_number(syntax: &NumberSyntax) -> Result<Expr, NumericError> {
         Some(0) => Expr::Empty,
         cap => optional(seq([Expr::literal("."), counted(any_digit(), 1, cap)?])),
     };
+    if syntax.scientific_exponent && syntax.exponent_allowed() {
+        // Without exponent, any digits; with one, a nonzero digit before the point (or
+        // zero).
+        let exponent = exponent_suffix(syntax, None, None)?.unwrap_or(Expr::Empty);
+        let zero_fraction = match syntax.fraction_cap() {
+            Some(0) => Expr::Empty,
+            cap => optional(seq([Expr::literal("."), counted(zero_digit(), 1, cap)?])),
+        };
+        return Ok(seq([
+            optional(Expr::literal("-")),
+            choice([
+                seq([canonical_digits(syntax.integer_cap())?, fraction.clone()]),
+                seq([nonzero_digit(), fraction, exponent.clone()]),
+                seq([zero_digit(), zero_fraction, exponent]),
+            ])
+            .unwrap_or(Expr::Empty),
+        ]));
+    }
     Ok(seq([
         optional(Expr::literal("-")),
         canonical_digits(syntax.integer_cap())?,

@@ -122,6 +122,9 @@ impl Ranges<'_> {
         if !self.syntax.exponent_allowed() {
             return self.mantissas(lower.clone(), upper.cloned(), 0).expr();
         }
+        if self.syntax.scientific_exponent {
+            return self.scientific_nonzero(lower, upper);
+        }
         if lower.value.is_zero() && upper.is_none() && self.power_of_ten.is_none() {
             let Some(mantissas) = self.all_mantissas()? else {
                 return Ok(None);
@@ -158,6 +161,127 @@ impl Ranges<'_> {
             {
                 parts.push(seq([mantissas, suffix]));
             }
+        }
+        Ok(choice(parts))
+    }
+
+    /// [`Ranges::nonzero`] when exponents are written in scientific notation
+    /// ([`NumberSyntax::scientific_exponent`]): the texts without exponent, then per
+    /// exponent `e` the mantissas in `[1, 10)` whose value `m × 10^e` is in range. Every
+    /// exponent whose decade `[10^e, 10^(e+1))` lies inside the range takes all mantissas
+    /// (grouped into runs of exponents), those outside none; only the decades of the
+    /// bounds need mantissa languages of their own.
+    fn scientific_nonzero(
+        &self,
+        lower: &Bound,
+        upper: Option<&Bound>,
+    ) -> Result<Option<Expr>, NumericError> {
+        let plain_syntax = NumberSyntax {
+            max_exponent_digits: Some(0),
+            scientific_exponent: false,
+            ..self.syntax.clone()
+        };
+        let plain = Ranges {
+            syntax: &plain_syntax,
+            ..*self
+        }
+        .nonzero(lower, upper)?;
+        let one_digit = NumberSyntax {
+            max_integer_digits: Some(1),
+            scientific_exponent: false,
+            ..self.syntax.clone()
+        };
+        let scientific = Ranges {
+            syntax: &one_digit,
+            ..*self
+        };
+        let largest = self
+            .syntax
+            .max_exponent_digits
+            .filter(|&digits| digits <= 18)
+            .map(|digits| 10i64.pow(digits) - 1)
+            .ok_or_else(|| {
+                NumericError::Unsupported(
+                    "scientific notation needs an exponent of at most 18 digits".into(),
+                )
+            })?;
+        if 2 * largest + 1 > MAX_EXPONENT_BANDS as i64 * 8 {
+            return Err(NumericError::TooLarge(format!(
+                "{} exponent values to classify",
+                2 * largest + 1
+            )));
+        }
+        let one = Bound::inclusive(Decimal::power_of_ten(0));
+        let ten = Bound::exclusive(Decimal::power_of_ten(1));
+        let mut parts: Vec<Expr> = plain.into_iter().collect();
+        // Runs of exponents whose decade is wholly in range: (first, last).
+        let mut run: Option<(i64, i64)> = None;
+        let all = |parts: &mut Vec<Expr>, run: (i64, i64)| -> Result<(), NumericError> {
+            let mantissas = scientific.mantissas(one.clone(), Some(ten.clone()), run.0);
+            if self.power_of_ten.is_some() {
+                // Masks depend on the exponent: one language per exponent.
+                for exponent in run.0..=run.1 {
+                    let mantissas = scientific.mantissas(one.clone(), Some(ten.clone()), exponent);
+                    if let (Some(mantissas), Some(suffix)) = (
+                        mantissas.expr()?,
+                        exponent_suffix(self.syntax, Some(exponent), Some(exponent))?,
+                    ) {
+                        parts.push(seq([mantissas, suffix]));
+                    }
+                }
+                return Ok(());
+            }
+            if let (Some(mantissas), Some(suffix)) = (
+                mantissas.expr()?,
+                exponent_suffix(self.syntax, Some(run.0), Some(run.1))?,
+            ) {
+                parts.push(seq([mantissas, suffix]));
+            }
+            Ok(())
+        };
+        for exponent in -largest..=largest {
+            let decade_low = Decimal::power_of_ten(exponent);
+            let decade_high = Decimal::power_of_ten(exponent + 1);
+            let below = upper.is_some_and(|upper| {
+                upper.value < decade_low || (upper.value == decade_low && upper.exclusive)
+            });
+            let above = lower.value >= decade_high;
+            let whole = (lower.value < decade_low
+                || (lower.value == decade_low && !lower.exclusive))
+                && upper.is_none_or(|upper| upper.value >= decade_high);
+            if whole {
+                run = Some(run.map_or((exponent, exponent), |(first, _)| (first, exponent)));
+                continue;
+            }
+            if let Some(done) = run.take() {
+                all(&mut parts, done)?;
+            }
+            if below || above {
+                continue;
+            }
+            // A bound's decade: the mantissas of `[1, 10)` in the shifted range.
+            let shifted_lower = lower.shifted(-exponent);
+            let mantissa_lower = if shifted_lower.value > one.value
+                || (shifted_lower.value == one.value && shifted_lower.exclusive)
+            {
+                shifted_lower
+            } else {
+                one.clone()
+            };
+            let mantissa_upper = match upper.map(|upper| upper.shifted(-exponent)) {
+                Some(shifted) if shifted.value < ten.value => shifted,
+                _ => ten.clone(),
+            };
+            let mantissas = scientific.mantissas(mantissa_lower, Some(mantissa_upper), exponent);
+            if let (Some(mantissas), Some(suffix)) = (
+                mantissas.expr()?,
+                exponent_suffix(self.syntax, Some(exponent), Some(exponent))?,
+            ) {
+                parts.push(seq([mantissas, suffix]));
+            }
+        }
+        if let Some(done) = run.take() {
+            all(&mut parts, done)?;
         }
         Ok(choice(parts))
     }

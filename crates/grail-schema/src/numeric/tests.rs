@@ -164,6 +164,11 @@ fn in_syntax(text: &str, syntax: &NumberSyntax, kind: Kind) -> Option<Decimal> {
         {
             return None;
         }
+        // Scientific notation: one nonzero digit before the point (zero as `0…`).
+        if syntax.scientific_exponent && !value.is_zero() && (integer.len() != 1 || integer == "0")
+        {
+            return None;
+        }
     }
     Some(value)
 }
@@ -917,7 +922,19 @@ proptest! {
                 max_fraction_digits: Some(rng.random_range(0..5)),
                 max_exponent_digits: rng.random_bool(0.5).then(|| rng.random_range(1..4)),
                 canonical_exponent: rng.random_bool(0.5),
+                scientific_exponent: false,
             }
+        };
+        // Scientific notation (what Grail's default syntax uses for bounded numbers), with
+        // or without the other caps.
+        let syntax = if rng.random_bool(0.4) {
+            NumberSyntax {
+                scientific_exponent: true,
+                max_exponent_digits: Some(rng.random_range(1..3)),
+                ..syntax
+            }
+        } else {
+            syntax
         };
         let case = Case::number(min, max, syntax);
         let texts = number_texts(&mut rng, &case);
@@ -1553,6 +1570,7 @@ proptest! {
             max_fraction_digits: cap(&mut rng),
             max_exponent_digits: cap(&mut rng),
             canonical_exponent: rng.random_bool(0.5),
+            scientific_exponent: rng.random_bool(0.3),
         };
         let mut builder = GrammarBuilder::new();
         let function = if rng.random_bool(0.5) { integer_expr } else { number_expr };
