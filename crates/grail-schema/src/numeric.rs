@@ -67,7 +67,9 @@
 //! maximum: 42` is `"0" | [1-9] | [1-3] [0-9] | "4" [0-2] | "-" ([1-9] [0-9]? | "1" ([0-1]
 //! [0-9] | "2" [0-3]))`). Number ranges with exponents cost one mantissa alternative per
 //! exponent near a bound: about 3.5 KB of GBNF for `[1, 100]` in llama.cpp mode, 23 KB
-//! for `[-1e300, 1e300]`. `multipleOf` automata are one rule per state: 4 rules for
+//! for `[-1e300, 1e300]`; in scientific notation
+//! ([`NumberSyntax::scientific_exponent`], Grail's default for bounded numbers) one per
+//! bound's decade plus a few runs of exponents. `multipleOf` automata are one rule per state: 4 rules for
 //! multiples of 3 without digit cap, about 100 rules (18 KB) for multiples of 7 with
 //! llama.cpp's 16-digit cap. Repetition counts above llama.cpp's limit (2000) are split.
 //! A bound that pins more than [`MAX_POSITIONS`] digit places (f64 bounds pin at most
