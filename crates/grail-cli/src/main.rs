@@ -73,6 +73,11 @@ enum Command {
     /// Exit status: 0 when valid, 1 when not (the feedback message on stdout), 2 on usage
     /// errors or a registry that cannot be read.
     ValidateCall(tools::ValidateCallArgs),
+    /// The grammar of a classification: exactly one of the labels (seed 003's router,
+    /// `root ::= "CODE" | "REASONING"`).
+    ///
+    /// Exit status: 0 with the grammar, 2 on an empty or repeated label.
+    Classify(tools::ClassifyArgs),
     /// List the tokens of a vocabulary the grammar allows after some text.
     ///
     /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
         Command::Mask(args) => mask::run(&args),
         Command::Tools(args) => tools::run_tools(&args),
         Command::ValidateCall(args) => tools::run_validate(&args),
+        Command::Classify(args) => tools::run_classify(&args),
     };
     match result {
         Ok(code) => code,

@@ -347,3 +347,25 @@ pub fn run_validate(args: &ValidateCallArgs) -> anyhow::Result<ExitCode> {
         }
     }
 }
+
+/// Arguments of `grail classify`.
+#[derive(Debug, Args)]
+pub struct ClassifyArgs {
+    /// The labels, one of which the model must answer (`CODE REASONING`).
+    #[arg(required = true, value_name = "LABEL")]
+    pub labels: Vec<String>,
+}
+
+/// Runs `grail classify`: the grammar of exactly one label.
+pub fn run_classify(args: &ClassifyArgs) -> anyhow::Result<ExitCode> {
+    match grail_tools::classification_grammar(&args.labels) {
+        Ok(grammar) => {
+            print!("{}", grail_grammar::print_grammar(&grammar));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
