@@ -22,6 +22,7 @@ pub(crate) enum Primitive {
     String,
     Char,
     CanonicalChar,
+    CanonicalEscape,
     Number,
     Integer,
     IntegralPart,
@@ -40,6 +41,7 @@ impl Primitive {
             Primitive::String => "string",
             Primitive::Char => "char",
             Primitive::CanonicalChar => "canonical-char",
+            Primitive::CanonicalEscape => "canonical-escape",
             Primitive::Number => "number",
             Primitive::Integer => "integer",
             Primitive::IntegralPart => "integral-part",
@@ -255,6 +257,7 @@ impl Converter<'_> {
             Primitive::Char if self.options.llama_dialect() => any_string_char(),
             Primitive::Char => crate::json_text::any_string_char_exact(),
             Primitive::CanonicalChar => encoded_set(&grail_grammar::CharSet::new([], true)),
+            Primitive::CanonicalEscape => encoded_set(&crate::json_text::escaped_set()),
             Primitive::Number => {
                 let integral = self.primitive(Primitive::IntegralPart);
                 let decimal = self.primitive(Primitive::DecimalPart);

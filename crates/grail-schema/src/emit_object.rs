@@ -276,7 +276,8 @@ impl Converter<'_> {
                 } else {
                     // The closing quote is written inside the trie's rules (see `excluding`).
                     let any = self.primitive(crate::emit::Primitive::CanonicalChar);
-                    let others = excluding(written, &any, &quote, &mut |expr| {
+                    let escape = self.primitive(crate::emit::Primitive::CanonicalEscape);
+                    let others = excluding(written, &any, &escape, &quote, &mut |expr| {
                         self.wrap_rule(expr, &rule_name)
                     });
                     let others = self.wrap_rule(others, &rule_name);

@@ -77,10 +77,15 @@ impl Converter<'_> {
         // Only excluded values: a trie of them.
         if rules.patterns.is_empty() && rules.forbidden.is_empty() && min == 0 && max.is_none() {
             let any = self.primitive(Primitive::CanonicalChar);
+            let escape = self.primitive(Primitive::CanonicalEscape);
             let rule_name = format!("{name}-other");
-            let body = excluding(&excluded, &any, &Expr::literal("\""), &mut |expr| {
-                self.wrap_rule(expr, &rule_name)
-            });
+            let body = excluding(
+                &excluded,
+                &any,
+                &escape,
+                &Expr::literal("\""),
+                &mut |expr| self.wrap_rule(expr, &rule_name),
+            );
             let body = self.wrap_rule(body, &rule_name);
             return Some(Expr::sequence([Expr::literal("\""), body]));
         }
@@ -315,9 +320,14 @@ fn quoted(body: Expr) -> Expr {
 /// could return to its caller after every character, and the mask engine can only serve
 /// a loop with a precomputed slice of the vocabulary when the loop leaves its rule by a
 /// byte outside it (measured: 7 ms → 0.1 ms per mask after a declared name, Llama 3).
+///
+/// `escape` is a rule of the escaped characters in canonical form (`\\"`, `\\n`,
+/// `\\u00XX`, …): each node's "another character" refers to it rather than writing the
+/// escapes out again (they were most of the text of the key tries of big schemas).
 pub(crate) fn excluding(
     excluded: &[String],
     any: &Expr,
+    escape: &Expr,
     end: &Expr,
     hoist: &mut dyn FnMut(Expr) -> Expr,
 ) -> Expr {
@@ -325,7 +335,7 @@ pub(crate) fn excluding(
     for text in excluded {
         trie.insert(text);
     }
-    trie.expr(any, end, hoist)
+    trie.expr(any, escape, end, hoist)
 }
 
 /// llama.cpp's grammar of the keys of additional properties: a trie of the declared names
@@ -396,11 +406,17 @@ impl Trie {
 
     /// The canonical texts that continue this node's prefix into a string not excluded,
     /// each followed by `end`.
-    fn expr(&self, any: &Expr, end: &Expr, hoist: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    fn expr(
+        &self,
+        any: &Expr,
+        escape: &Expr,
+        end: &Expr,
+        hoist: &mut dyn FnMut(Expr) -> Expr,
+    ) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
-                let rest = child.expr(any, end, hoist);
+                let rest = child.expr(any, escape, end, hoist);
                 let rest = if child.children.is_empty() {
                     rest
                 } else {
@@ -414,8 +430,15 @@ impl Trie {
                     .map(|&character| (character as u32, character as u32)),
                 true,
             );
+            // The escaped characters by reference, when no child is one of them.
+            let escaped = crate::json_text::escaped_set();
+            let first = if escaped.difference(&others).matches_nothing() {
+                Expr::choice([Expr::Chars(others.difference(&escaped)), escape.clone()])
+            } else {
+                encoded_set(&others)
+            };
             choices.push(Expr::sequence([
-                encoded_set(&others),
+                first,
                 any.clone().zero_or_more(),
                 end.clone(),
             ]));
