@@ -15,6 +15,12 @@ fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/tools")
 }
 
+/// The registry `testdata/tools/<file>`.
+fn registry(file: &str) -> ToolRegistry {
+    ToolRegistry::from_json_text(&std::fs::read_to_string(testdata().join(file)).unwrap())
+        .unwrap_or_else(|error| panic!("{file}: {error}"))
+}
+
 /// The options a case asks for, in `wire`.
 fn options(case: &Value, wire: WireFormat) -> CallOptions {
     let choice = match case["choice"].as_str().unwrap_or("auto") {
@@ -87,10 +93,7 @@ fn tool_call_corpus_in_every_wire_format() {
     let mut failures = Vec::new();
     for case in corpus["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
-        let registry_path = testdata().join(case["registry"].as_str().unwrap());
-        let registry =
-            ToolRegistry::from_json_text(&std::fs::read_to_string(&registry_path).unwrap())
-                .unwrap_or_else(|error| panic!("{name}: {error}"));
+        let registry = registry(case["registry"].as_str().unwrap());
         for wire in WireFormat::ALL {
             let options = options(case, wire);
             let label = wire.label();
@@ -174,10 +177,7 @@ fn classification_grammar_takes_exactly_one_label() {
 /// where a call starts in free text, and the validator taking the text before the calls.
 #[test]
 fn lazy_grammars_hold_the_calls_from_their_trigger_on() {
-    let registry = ToolRegistry::from_json_text(
-        &std::fs::read_to_string(testdata().join("seeds.tools.json")).unwrap(),
-    )
-    .unwrap();
+    let registry = registry("seeds.tools.json");
     for wire in WireFormat::ALL {
         let options = CallOptions {
             wire,
@@ -226,10 +226,7 @@ fn lazy_grammars_hold_the_calls_from_their_trigger_on() {
 /// A call cut off by the token limit is reported as such, not as bad JSON.
 #[test]
 fn a_truncated_call_says_so() {
-    let registry = ToolRegistry::from_json_text(
-        &std::fs::read_to_string(testdata().join("seeds.tools.json")).unwrap(),
-    )
-    .unwrap();
+    let registry = registry("seeds.tools.json");
     let options = CallOptions {
         choice: ToolChoice::Required,
         ..CallOptions::default()

@@ -214,31 +214,31 @@ impl Ranges<'_> {
         let one = Bound::inclusive(Decimal::power_of_ten(0));
         let ten = Bound::exclusive(Decimal::power_of_ten(1));
         let mut parts: Vec<Expr> = plain.into_iter().collect();
-        // Runs of exponents whose decade is wholly in range: (first, last).
-        let mut run: Option<(i64, i64)> = None;
-        let all = |parts: &mut Vec<Expr>, run: (i64, i64)| -> Result<(), NumericError> {
-            let mantissas = scientific.mantissas(one.clone(), Some(ten.clone()), run.0);
-            if self.power_of_ten.is_some() {
-                // Masks depend on the exponent: one language per exponent.
-                for exponent in run.0..=run.1 {
-                    let mantissas = scientific.mantissas(one.clone(), Some(ten.clone()), exponent);
-                    if let (Some(mantissas), Some(suffix)) = (
-                        mantissas.expr()?,
-                        exponent_suffix(self.syntax, Some(exponent), Some(exponent))?,
-                    ) {
-                        parts.push(seq([mantissas, suffix]));
-                    }
-                }
-                return Ok(());
-            }
+        // The mantissas in `[lower, upper]` (within `[1, 10)`) with the exponents
+        // `low..=high`.
+        let push = |parts: &mut Vec<Expr>, lower: Bound, upper: Bound, low: i64, high: i64| {
+            let mantissas = scientific.mantissas(lower, Some(upper), low).expr()?;
             if let (Some(mantissas), Some(suffix)) = (
-                mantissas.expr()?,
-                exponent_suffix(self.syntax, Some(run.0), Some(run.1))?,
+                mantissas,
+                exponent_suffix(self.syntax, Some(low), Some(high))?,
             ) {
                 parts.push(seq([mantissas, suffix]));
             }
-            Ok(())
+            Ok::<(), NumericError>(())
         };
+        // A run of exponents whose decades are wholly in range: every mantissa, in one
+        // language unless `multipleOf` masks depend on the exponent.
+        let push_run = |parts: &mut Vec<Expr>, (first, last): (i64, i64)| {
+            if self.power_of_ten.is_some() {
+                for exponent in first..=last {
+                    push(parts, one.clone(), ten.clone(), exponent, exponent)?;
+                }
+                Ok(())
+            } else {
+                push(parts, one.clone(), ten.clone(), first, last)
+            }
+        };
+        let mut run: Option<(i64, i64)> = None;
         for exponent in -largest..=largest {
             let decade_low = Decimal::power_of_ten(exponent);
             let decade_high = Decimal::power_of_ten(exponent + 1);
@@ -254,7 +254,7 @@ impl Ranges<'_> {
                 continue;
             }
             if let Some(done) = run.take() {
-                all(&mut parts, done)?;
+                push_run(&mut parts, done)?;
             }
             if below || above {
                 continue;
@@ -272,16 +272,16 @@ impl Ranges<'_> {
                 Some(shifted) if shifted.value < ten.value => shifted,
                 _ => ten.clone(),
             };
-            let mantissas = scientific.mantissas(mantissa_lower, Some(mantissa_upper), exponent);
-            if let (Some(mantissas), Some(suffix)) = (
-                mantissas.expr()?,
-                exponent_suffix(self.syntax, Some(exponent), Some(exponent))?,
-            ) {
-                parts.push(seq([mantissas, suffix]));
-            }
+            push(
+                &mut parts,
+                mantissa_lower,
+                mantissa_upper,
+                exponent,
+                exponent,
+            )?;
         }
         if let Some(done) = run.take() {
-            all(&mut parts, done)?;
+            push_run(&mut parts, done)?;
         }
         Ok(choice(parts))
     }
