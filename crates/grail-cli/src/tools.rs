@@ -51,10 +51,13 @@ pub struct CallArgs {
 
 /// A registry read for a command: the tools kept, those the pool filter dropped (with
 /// why), and the options.
-struct Loaded {
-    registry: ToolRegistry,
-    dropped: Vec<(String, String)>,
-    options: CallOptions,
+pub struct Loaded {
+    /// The tools kept.
+    pub registry: ToolRegistry,
+    /// The tools the pool filter dropped, with why.
+    pub dropped: Vec<(String, String)>,
+    /// How calls are written.
+    pub options: CallOptions,
 }
 
 /// `--wire` values.
@@ -95,7 +98,7 @@ impl CallArgs {
     }
 
     /// The registry (read and parsed) and the options these arguments ask for.
-    fn load(&self) -> anyhow::Result<Result<Loaded, ToolsError>> {
+    pub fn load(&self) -> anyhow::Result<Result<Loaded, ToolsError>> {
         let mut schema = self.schema.options();
         // Tool arguments: no invented properties unless asked (see `CallOptions::schema`).
         if self.schema.additional_properties.is_none() {

@@ -1,0 +1,329 @@
+//! The decode loop: a prompt, an optional grammar, and tokens drawn one at a time from the
+//! model's logits, each allowed by the grammar.
+//!
+//! Masks: with greedy decoding (and with temperature alone, no top-k or top-p), the loop
+//! first draws from every token and asks the matcher whether that token is allowed (a
+//! walk of its bytes, well under a microsecond); only when it is refused does it fill the
+//! whole mask and draw again among the allowed tokens ([`MaskStrategy::CheckFirst`],
+//! llama.cpp's trick). Both give the same tokens as masking first: greedy takes the best
+//! allowed token either way, and a refused draw redrawn from the allowed tokens is the
+//! allowed tokens' distribution. With top-k or top-p the cut must be taken among the
+//! allowed tokens, so the mask comes first. [`MaskStrategy::Always`] masks at every step.
+//!
+//! The output ends when the model writes an end-of-generation token (allowed only where
+//! the grammar may end), or at once when the grammar allows nothing more. A token limit
+//! reached mid-grammar ends it as [`Finish::Truncated`]: never valid.
+
+use std::time::Instant;
+
+use grail_engine::{CompiledGrammar, Matcher};
+use grail_vocab::TokenBitmask;
+
+use crate::model::{Model, ModelError, prime};
+use crate::sampling::{SamplingParams, TokenSampler};
+
+/// When the decode loop fills a whole token mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MaskStrategy {
+    /// Check the drawn token first; fill the mask only when it is refused (where that
+    /// gives the same distribution: greedy, or temperature without top-k/top-p).
+    #[default]
+    CheckFirst,
+    /// Fill the mask before every draw.
+    Always,
+}
+
+/// How to decode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeOptions {
+    /// The most tokens to write.
+    pub max_tokens: usize,
+    /// How tokens are chosen.
+    pub sampling: SamplingParams,
+    /// When masks are filled.
+    pub mask: MaskStrategy,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> DecodeOptions {
+        DecodeOptions {
+            max_tokens: 512,
+            sampling: SamplingParams::default(),
+            mask: MaskStrategy::default(),
+        }
+    }
+}
+
+/// Why the output ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The model ended it where the grammar may end (or the grammar allowed nothing more).
+    Stop,
+    /// The token limit, where the grammar may end (or without a grammar): the output is
+    /// complete, the model might have gone on.
+    Length,
+    /// The token limit, in the middle of the grammar: the output is incomplete and not
+    /// valid.
+    Truncated,
+}
+
+impl Finish {
+    /// OpenAI's `finish_reason` (`stop` or `length`).
+    pub fn openai_reason(self) -> &'static str {
+        match self {
+            Finish::Stop => "stop",
+            Finish::Length | Finish::Truncated => "length",
+        }
+    }
+}
+
+/// What the decode loop wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// The output's bytes (the end-of-generation token not included).
+    pub bytes: Vec<u8>,
+    /// The tokens drawn (the end-of-generation token included, when there was one).
+    pub tokens: Vec<u32>,
+    /// Why it ended.
+    pub finish: Finish,
+    /// Times and counts.
+    pub stats: DecodeStats,
+}
+
+impl Generation {
+    /// The output as text (invalid UTF-8, possible only without a grammar or when
+    /// truncated inside a character, shown as U+FFFD).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+}
+
+/// Where the time went.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecodeStats {
+    /// Tokens in the prompt.
+    pub prompt_tokens: usize,
+    /// Tokens the model had to read (the rest it held from an earlier prompt).
+    pub prompt_tokens_read: usize,
+    /// Seconds reading the prompt.
+    pub prompt_s: f64,
+    /// Seconds from the first drawn token to the last (model and grammar).
+    pub decode_s: f64,
+    /// Microseconds of grammar work (token checks, masks, advancing the matcher) per
+    /// drawn token.
+    pub grammar_us: Vec<f64>,
+    /// How many times a whole mask was filled.
+    pub full_masks: usize,
+}
+
+impl DecodeStats {
+    /// Drawn tokens per second of decoding.
+    pub fn tokens_per_s(&self) -> f64 {
+        if self.decode_s > 0.0 {
+            self.grammar_us.len() as f64 / self.decode_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The `quantile` (0 to 1) of the grammar time per token, in microseconds.
+    pub fn grammar_us_quantile(&self, quantile: f64) -> f64 {
+        quantile_of(&self.grammar_us, quantile)
+    }
+
+    /// Total grammar time as a fraction of the decode time.
+    pub fn grammar_share(&self) -> f64 {
+        if self.decode_s > 0.0 {
+            self.grammar_us.iter().sum::<f64>() / 1e6 / self.decode_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The `quantile` of `values` (nearest rank), 0 when empty.
+pub fn quantile_of(values: &[f64], quantile: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((quantile * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Why decoding failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The model failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The grammar matches nothing.
+    #[error(
+        "the grammar matches no text at all, so nothing can be generated; check it with `grail check`"
+    )]
+    EmptyLanguage,
+    /// No token of the vocabulary continues the grammar here.
+    #[error(
+        "no token of the model's vocabulary can continue the grammar after {written:?} (byte {offset}): the grammar needs text this vocabulary cannot write (a character or special token it lacks)"
+    )]
+    NoAllowedToken {
+        /// The output so far.
+        written: String,
+        /// Its length in bytes.
+        offset: usize,
+    },
+    /// Every allowed token has probability zero (logits of minus infinity or NaN).
+    #[error(
+        "the model gives every token the grammar allows after {written:?} a probability of zero"
+    )]
+    NoProbableToken {
+        /// The output so far.
+        written: String,
+    },
+    /// Bad options.
+    #[error("{0}")]
+    Options(String),
+}
+
+/// Writes up to `options.max_tokens` tokens after `prompt`, each allowed by `grammar`
+/// when one is given (see the module doc).
+pub fn decode(
+    model: &mut dyn Model,
+    prompt: &[u32],
+    grammar: Option<&CompiledGrammar>,
+    options: &DecodeOptions,
+) -> Result<Generation, DecodeError> {
+    options.sampling.validate().map_err(DecodeError::Options)?;
+    if options.max_tokens == 0 {
+        return Err(DecodeError::Options("max tokens must be at least 1".into()));
+    }
+    if grammar.is_some_and(|grammar| !grammar.has_matches()) {
+        return Err(DecodeError::EmptyLanguage);
+    }
+    let needed = prompt.len() + options.max_tokens;
+    if needed > model.context_length() {
+        return Err(ModelError::ContextFull {
+            needed,
+            limit: model.context_length(),
+        }
+        .into());
+    }
+    let index = model.vocabulary().clone();
+    let vocabulary = index.vocabulary();
+    let mut matcher = grammar.map(|grammar| Matcher::with_vocabulary(grammar, index.clone()));
+    let mut mask = TokenBitmask::new(vocabulary.len());
+    let mut sampler = TokenSampler::new(options.sampling.clone());
+    let check_first = options.mask == MaskStrategy::CheckFirst
+        && (options.sampling.is_greedy() || options.sampling.draws_from_everything());
+
+    let mut stats = DecodeStats {
+        prompt_tokens: prompt.len(),
+        ..DecodeStats::default()
+    };
+    let started = Instant::now();
+    stats.prompt_tokens_read = prime(model, prompt)?;
+    stats.prompt_s = started.elapsed().as_secs_f64();
+
+    let mut bytes = Vec::new();
+    let mut tokens = Vec::new();
+    let decode_started = Instant::now();
+    let finish = loop {
+        let logits = model.logits();
+        let token = match matcher.as_mut() {
+            None => {
+                let token = sampler.sample(logits, None);
+                stats.grammar_us.push(0.0);
+                token.ok_or_else(|| DecodeError::NoProbableToken {
+                    written: String::from_utf8_lossy(&bytes).into_owned(),
+                })?
+            }
+            Some(matcher) => {
+                let mut grammar_time = 0.0;
+                let mut chosen = None;
+                if check_first {
+                    // The unconstrained draw is not grammar work: time the check only.
+                    let drawn = sampler.sample(logits, None);
+                    let checking = Instant::now();
+                    if let Some(drawn) = drawn
+                        && matcher.is_token_allowed(drawn)
+                    {
+                        chosen = Some(drawn);
+                    }
+                    grammar_time += checking.elapsed().as_secs_f64();
+                }
+                let masking = Instant::now();
+                let token = match chosen {
+                    Some(token) => token,
+                    None => {
+                        matcher.fill_mask(&mut mask);
+                        stats.full_masks += 1;
+                        let written = || String::from_utf8_lossy(&bytes).into_owned();
+                        if mask.count() == 0 {
+                            return Err(DecodeError::NoAllowedToken {
+                                written: written(),
+                                offset: bytes.len(),
+                            });
+                        }
+                        sampler
+                            .sample(logits, Some(&mask))
+                            .ok_or_else(|| DecodeError::NoProbableToken { written: written() })?
+                    }
+                };
+                matcher
+                    .accept_token(token)
+                    .expect("an allowed token is accepted");
+                grammar_time += masking.elapsed().as_secs_f64();
+                stats.grammar_us.push(grammar_time * 1e6);
+                token
+            }
+        };
+        tokens.push(token);
+        if vocabulary.is_end_of_generation(token) {
+            break Finish::Stop;
+        }
+        bytes.extend_from_slice(vocabulary.bytes(token));
+        if let Some(matcher) = matcher.as_mut() {
+            let ending = Instant::now();
+            let ended = grammar_allows_nothing_more(matcher);
+            if let Some(last) = stats.grammar_us.last_mut() {
+                *last += ending.elapsed().as_secs_f64() * 1e6;
+            }
+            if ended {
+                break Finish::Stop;
+            }
+        }
+        if tokens.len() == options.max_tokens {
+            let complete = matcher
+                .as_ref()
+                .is_none_or(|matcher| matcher.is_accepting());
+            break if complete {
+                Finish::Length
+            } else {
+                Finish::Truncated
+            };
+        }
+        model.forward(&[token])?;
+    };
+    stats.decode_s = decode_started.elapsed().as_secs_f64();
+    Ok(Generation {
+        bytes,
+        tokens,
+        finish,
+        stats,
+    })
+}
+
+/// True when the grammar is complete and no text or token may follow.
+fn grammar_allows_nothing_more(matcher: &Matcher) -> bool {
+    if !matcher.is_accepting() {
+        return false;
+    }
+    let next = matcher.next_characters();
+    next.allowed.is_empty()
+        && !next
+            .rules
+            .iter()
+            .any(|rule| matches!(rule, grail_engine::NextRule::Token { .. }))
+}

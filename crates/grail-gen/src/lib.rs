@@ -1,0 +1,51 @@
+//! Grammar-constrained generation: the decode loop that draws each token from a model's
+//! logits among the tokens a grammar allows ([`decode`]), behind a small [`Model`] trait
+//! so the runtime can change without touching the loop.
+//!
+//! - [`decode`]: prompt tokens and an optional compiled grammar in, an output that matches
+//!   it out (or [`Finish::Truncated`] when the token limit cut it off); greedy or
+//!   temperature / top-k / top-p sampling with a seed ([`SamplingParams`]).
+//! - [`chat_prompt`]: messages through the model's own Jinja chat template.
+//! - [`run_tool_task`]: tool calls end to end, with the tools' system prompt, the
+//!   tool-call grammar, the validator, and retries with its feedback.
+//! - [`embedded::DEFAULT_MODEL`]: the embedded SmolLM2-135M-Instruct, fetched once from
+//!   PyPI; `LlamaCppModel` (feature `llama-cpp`) runs any GGUF through llama.cpp.
+//! - [`testing::TinyModel`]: an instant model with hashed logits, for tests.
+//!
+//! ```
+//! use grail_engine::CompiledGrammar;
+//! use grail_gen::{DecodeOptions, Finish, Model, decode, testing::TinyModel};
+//!
+//! let grammar = CompiledGrammar::from_gbnf(r#"root ::= "yes" | "no""#).unwrap();
+//! let mut model = TinyModel::new(1);
+//! let prompt = model.tokenize("Answer: ").unwrap();
+//! let generation = decode(&mut model, &prompt, Some(&grammar), &DecodeOptions::default()).unwrap();
+//! assert!(generation.text() == "yes" || generation.text() == "no");
+//! assert_eq!(generation.finish, Finish::Stop);
+//! ```
+
+pub mod chat;
+mod decode;
+pub mod embedded;
+#[cfg(feature = "llama-cpp")]
+mod llama;
+mod model;
+mod prompt;
+mod sampling;
+pub mod testing;
+mod tool_calls;
+pub mod tool_prompt;
+
+pub use chat::{Message, SpecialTexts, render_chat};
+pub use decode::{
+    DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy, decode, quantile_of,
+};
+#[cfg(feature = "llama-cpp")]
+pub use llama::{DEFAULT_CONTEXT, LlamaCppModel, LlamaOptions};
+pub use model::{Model, ModelError, prime};
+pub use prompt::{PromptError, chat_prompt};
+pub use sampling::{SamplingParams, TokenSampler, argmax};
+pub use tool_calls::{
+    Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, compile_tool_grammar,
+    run_tool_task,
+};

@@ -1,0 +1,235 @@
+//! The embedded runtime: llama.cpp through the `llama-cpp-2` crate (chosen by measurement,
+//! see ARCHITECTURE.md): any GGUF model on the CPU. Grail draws the tokens itself from
+//! the logits; llama.cpp only computes them.
+
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use grail_vocab::VocabularyIndex;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+use self_cell::self_cell;
+
+use crate::model::{Model, ModelError};
+
+/// The most context a model gets by default (its trained context when smaller).
+pub const DEFAULT_CONTEXT: u32 = 8192;
+
+/// Tokens read per llama.cpp batch while reading a prompt.
+const PROMPT_BATCH: usize = 512;
+
+/// llama.cpp's backend: set up once per process, and its logs silenced.
+fn backend() -> Result<&'static LlamaBackend, ModelError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+            );
+            LlamaBackend::init().map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|reason| ModelError::Load {
+            path: String::new(),
+            reason: format!("llama.cpp's backend did not start: {reason}"),
+        })
+}
+
+type Context<'model> = LlamaContext<'model>;
+
+self_cell!(
+    /// A model and the context (attention cache) that borrows it.
+    struct Loaded {
+        owner: LlamaModel,
+        #[covariant]
+        dependent: Context,
+    }
+);
+
+/// How to load a GGUF model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlamaOptions {
+    /// The context length (capped at the model's trained context).
+    pub context: u32,
+    /// CPU threads (default: the machine's cores).
+    pub threads: Option<i32>,
+}
+
+impl Default for LlamaOptions {
+    fn default() -> LlamaOptions {
+        LlamaOptions {
+            context: DEFAULT_CONTEXT,
+            threads: None,
+        }
+    }
+}
+
+/// A GGUF model run by llama.cpp.
+pub struct LlamaCppModel {
+    loaded: Loaded,
+    vocabulary: Arc<VocabularyIndex>,
+    chat_template: Option<String>,
+    begin_of_text: Option<u32>,
+    context_length: usize,
+    tokens: Vec<u32>,
+    /// The batch index of the token whose logits are current.
+    logits_index: i32,
+    batch: LlamaBatch<'static>,
+}
+
+impl std::fmt::Debug for LlamaCppModel {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("LlamaCppModel")
+            .field("vocabulary", &self.vocabulary.vocabulary().name())
+            .field("context_length", &self.context_length)
+            .field("tokens", &self.tokens.len())
+            .finish()
+    }
+}
+
+impl LlamaCppModel {
+    /// Loads the GGUF model at `path`: weights through llama.cpp, the vocabulary's exact
+    /// token bytes through Grail's own GGUF reader (the same ids).
+    pub fn load(path: &Path, options: &LlamaOptions) -> Result<LlamaCppModel, ModelError> {
+        let load_error = |reason: String| ModelError::Load {
+            path: path.display().to_string(),
+            reason,
+        };
+        if !path.is_file() {
+            return Err(load_error("no such file".into()));
+        }
+        let vocabulary = grail_vocab::load(path).map_err(|error| load_error(error.to_string()))?;
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|error| load_error(format!("llama.cpp could not load it: {error}")))?;
+        if model.n_vocab() as usize != vocabulary.len() {
+            return Err(load_error(format!(
+                "its vocabulary has {} tokens for llama.cpp and {} in its metadata",
+                model.n_vocab(),
+                vocabulary.len()
+            )));
+        }
+        let chat_template = model
+            .meta_val_str("tokenizer.chat_template")
+            .ok()
+            .filter(|template| !template.trim().is_empty());
+        let begin_of_text = model
+            .vocab()
+            .should_add_bos()
+            .then(|| model.vocab().bos().0 as u32);
+        let context = options.context.min(model.n_ctx_train().max(1)).max(16);
+        let threads = options.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |cores| cores.get() as i32)
+        });
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(context))
+            .with_n_batch(PROMPT_BATCH as u32)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let loaded = Loaded::try_new(model, |model| model.new_context(backend, params))
+            .map_err(|error| load_error(format!("llama.cpp could not make a context: {error}")))?;
+        Ok(LlamaCppModel {
+            loaded,
+            vocabulary: Arc::new(VocabularyIndex::new(vocabulary)),
+            chat_template,
+            begin_of_text,
+            context_length: context as usize,
+            tokens: Vec::new(),
+            logits_index: 0,
+            batch: LlamaBatch::new(PROMPT_BATCH, 1),
+        })
+    }
+}
+
+impl Model for LlamaCppModel {
+    fn vocabulary(&self) -> &Arc<VocabularyIndex> {
+        &self.vocabulary
+    }
+
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        let tokens = self
+            .loaded
+            .borrow_owner()
+            .vocab()
+            .tokenize(text.as_bytes(), false, true);
+        Ok(tokens.into_iter().map(|token| token.0 as u32).collect())
+    }
+
+    fn begin_of_text(&self) -> Option<u32> {
+        self.begin_of_text
+    }
+
+    fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
+    }
+
+    fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    fn truncate(&mut self, len: usize) -> Result<(), ModelError> {
+        if len >= self.tokens.len() {
+            return Ok(());
+        }
+        self.loaded
+            .with_dependent_mut(|_, context| {
+                context.clear_kv_cache_seq(Some(0), Some(len as u32), None)
+            })
+            .map_err(|error| ModelError::Forward(error.to_string()))?;
+        self.tokens.truncate(len);
+        Ok(())
+    }
+
+    fn forward(&mut self, tokens: &[u32]) -> Result<(), ModelError> {
+        let needed = self.tokens.len() + tokens.len();
+        if needed > self.context_length {
+            return Err(ModelError::ContextFull {
+                needed,
+                limit: self.context_length,
+            });
+        }
+        if tokens.is_empty() {
+            return Err(ModelError::Forward("no token to read".into()));
+        }
+        let vocabulary_len = self.vocabulary.vocabulary().len();
+        for chunk in tokens.chunks(PROMPT_BATCH) {
+            self.batch.clear();
+            for (offset, &token) in chunk.iter().enumerate() {
+                if token as usize >= vocabulary_len {
+                    return Err(ModelError::Forward(format!(
+                        "token {token} is outside the vocabulary"
+                    )));
+                }
+                let position = (self.tokens.len() + offset) as i32;
+                let last = offset + 1 == chunk.len();
+                self.batch
+                    .add(LlamaToken::new(token as i32), position, &[0], last)
+                    .map_err(|error| ModelError::Forward(error.to_string()))?;
+            }
+            let batch = &mut self.batch;
+            self.loaded
+                .with_dependent_mut(|_, context| context.decode(batch))
+                .map_err(|error| ModelError::Forward(error.to_string()))?;
+            self.tokens.extend_from_slice(chunk);
+            self.logits_index = chunk.len() as i32 - 1;
+        }
+        Ok(())
+    }
+
+    fn logits(&self) -> &[f32] {
+        self.loaded
+            .borrow_dependent()
+            .get_logits_ith(self.logits_index)
+    }
+}

@@ -1,0 +1,45 @@
+//! From messages to prompt tokens: the model's chat template when it has one, the plain
+//! text otherwise.
+
+use crate::chat::{ChatTemplateError, Message, SpecialTexts, plain_prompt, render_chat};
+use crate::model::{Model, ModelError};
+
+/// Why a prompt could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptError {
+    /// The chat template failed.
+    #[error(transparent)]
+    Template(#[from] ChatTemplateError),
+    /// The tokenizer failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// The prompt tokens for `messages`: rendered with the model's chat template (ending where
+/// the assistant's answer starts), or, for a model without one, the messages' texts as
+/// they are, after the beginning-of-text token the model wants.
+pub fn chat_prompt(model: &dyn Model, messages: &[Message]) -> Result<Vec<u32>, PromptError> {
+    let vocabulary = model.vocabulary().vocabulary();
+    let text_of = |id: Option<u32>| {
+        id.map(|id| String::from_utf8_lossy(vocabulary.bytes(id)).into_owned())
+            .unwrap_or_default()
+    };
+    let specials = SpecialTexts {
+        bos: text_of(model.begin_of_text()),
+        eos: text_of(vocabulary.end_of_generation().first().copied()),
+    };
+    let (text, templated) = match model.chat_template() {
+        Some(template) => (render_chat(template, messages, &specials)?, true),
+        None => (plain_prompt(messages), false),
+    };
+    let mut tokens = model.tokenize(&text)?;
+    // A template writes its own beginning-of-text token (or none on purpose).
+    if !templated
+        && let Some(bos) = model.begin_of_text()
+        && tokens.first() != Some(&bos)
+    {
+        tokens.insert(0, bos);
+    }
+    Ok(tokens)
+}

@@ -1,0 +1,194 @@
+//! A tiny model for tests: a fixed vocabulary and logits drawn from a hash of the last
+//! token and position, so the decode loop (and everything built on it) can be tested in
+//! milliseconds, without a model file. Its text is noise, but every constrained output
+//! must still match its grammar.
+
+use std::sync::Arc;
+
+use grail_vocab::{TokenKind, Vocabulary, VocabularyIndex};
+
+use crate::model::{Model, ModelError};
+
+/// The text of the tiny model's end-of-generation token (id 0).
+pub const TINY_END: &str = "<|end|>";
+
+/// A ChatML-like template, as the tiny model's own.
+const TINY_TEMPLATE: &str = "{% for message in messages %}<|start|>{{ message.role }}\n{{ message.content }}<|end|>\n{% endfor %}{% if add_generation_prompt %}<|start|>assistant\n{% endif %}";
+
+/// Multi-byte tokens of the tiny vocabulary, besides one token per byte: pieces of JSON
+/// and tool calls, so outputs take several bytes per token as real ones do.
+const TINY_WORDS: &[&str] = &[
+    "{\"",
+    "\":",
+    "\": ",
+    "\", \"",
+    "\"}",
+    "name",
+    "\"name\": \"",
+    "arguments",
+    "\"arguments\": {",
+    "true",
+    "false",
+    "null",
+    "  ",
+    "\n",
+    "<tool_call>",
+    "</tool_call>",
+    "[TOOL_CALLS]",
+    "the",
+    " a",
+    "ing",
+    "12",
+    "0.",
+    "é",
+    "<think>",
+    "</think>",
+];
+
+/// A model whose logits are a hash of (seed, last token, position): deterministic,
+/// instant, and with a byte-level vocabulary that can write any text.
+#[derive(Debug, Clone)]
+pub struct TinyModel {
+    vocabulary: Arc<VocabularyIndex>,
+    seed: u64,
+    context_length: usize,
+    tokens: Vec<u32>,
+    logits: Vec<f32>,
+    /// How much the end-of-generation token's logit is raised (keeps outputs short).
+    end_bias: f32,
+}
+
+impl TinyModel {
+    /// A tiny model with this seed and a context of 4,096 tokens: a token per byte and
+    /// some words, so it can write any text.
+    pub fn new(seed: u64) -> TinyModel {
+        TinyModel::with_bytes(seed, 0..=255)
+    }
+
+    /// A tiny model whose only single-byte tokens are printable ASCII (and whose words
+    /// are ASCII): text with other characters cannot be written with it.
+    pub fn ascii_only(seed: u64) -> TinyModel {
+        TinyModel::with_bytes(seed, 0x20..=0x7e)
+    }
+
+    fn with_bytes(seed: u64, bytes: std::ops::RangeInclusive<u8>) -> TinyModel {
+        let ascii_only = *bytes.end() < 0x80;
+        let mut tokens: Vec<Vec<u8>> = vec![TINY_END.as_bytes().to_vec(), b"<|start|>".to_vec()];
+        let mut kinds = vec![TokenKind::Special, TokenKind::Special];
+        for byte in bytes {
+            tokens.push(vec![byte]);
+            kinds.push(TokenKind::Text);
+        }
+        for word in TINY_WORDS
+            .iter()
+            .filter(|word| !ascii_only || word.is_ascii())
+        {
+            tokens.push(word.as_bytes().to_vec());
+            kinds.push(TokenKind::Text);
+        }
+        let vocabulary = Vocabulary::new("tiny", tokens, kinds, vec![0], None);
+        TinyModel {
+            logits: vec![0.0; vocabulary.len()],
+            vocabulary: Arc::new(VocabularyIndex::new(vocabulary)),
+            seed,
+            context_length: 4096,
+            tokens: Vec::new(),
+            end_bias: 2.0,
+        }
+    }
+
+    /// The same model with another context length.
+    pub fn with_context_length(mut self, context_length: usize) -> TinyModel {
+        self.context_length = context_length;
+        self
+    }
+
+    /// The same model with the end-of-generation logit raised by `bias`.
+    pub fn with_end_bias(mut self, bias: f32) -> TinyModel {
+        self.end_bias = bias;
+        self
+    }
+
+    fn compute_logits(&mut self) {
+        let last = *self.tokens.last().unwrap_or(&0) as u64;
+        let position = self.tokens.len() as u64;
+        for (id, logit) in self.logits.iter_mut().enumerate() {
+            let hash = mix(self.seed ^ mix(last << 32 | position) ^ mix(id as u64 + 1));
+            // Uniform in [-4, 4).
+            *logit = (hash >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0;
+        }
+        self.logits[0] += self.end_bias;
+    }
+}
+
+/// SplitMix64's finalizer.
+fn mix(mut value: u64) -> u64 {
+    value = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    value ^ (value >> 31)
+}
+
+impl Model for TinyModel {
+    fn vocabulary(&self) -> &Arc<VocabularyIndex> {
+        &self.vocabulary
+    }
+
+    /// Longest match first: special tokens by their text, then the longest text token.
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        let vocabulary = self.vocabulary.vocabulary();
+        let bytes = text.as_bytes();
+        let mut ids = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let mut best: Option<(usize, u32)> = None;
+            for (id, token, _) in vocabulary.iter() {
+                if !token.is_empty()
+                    && bytes[at..].starts_with(token)
+                    && best.is_none_or(|(len, _)| token.len() > len)
+                {
+                    best = Some((token.len(), id));
+                }
+            }
+            let (len, id) = best.ok_or_else(|| {
+                ModelError::Tokenize(format!("the tiny vocabulary has no token for byte {at}"))
+            })?;
+            ids.push(id);
+            at += len;
+        }
+        Ok(ids)
+    }
+
+    fn chat_template(&self) -> Option<&str> {
+        Some(TINY_TEMPLATE)
+    }
+
+    fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    fn truncate(&mut self, len: usize) -> Result<(), ModelError> {
+        self.tokens.truncate(len);
+        Ok(())
+    }
+
+    fn forward(&mut self, tokens: &[u32]) -> Result<(), ModelError> {
+        if self.tokens.len() + tokens.len() > self.context_length {
+            return Err(ModelError::ContextFull {
+                needed: self.tokens.len() + tokens.len(),
+                limit: self.context_length,
+            });
+        }
+        self.tokens.extend_from_slice(tokens);
+        self.compute_logits();
+        Ok(())
+    }
+
+    fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+}

@@ -1,0 +1,332 @@
+//! The decode loop on the tiny model: every constrained output matches its grammar (GBNF
+//! files, schemas, tool registries in every wire format), both mask strategies agree,
+//! and truncation, empty languages, inexpressible grammars and a validator that keeps
+//! refusing give clear outcomes.
+
+use std::path::Path;
+
+use grail_engine::{CompileOptions, CompiledGrammar, Matcher};
+use grail_gen::testing::TinyModel;
+use grail_gen::{
+    DecodeError, DecodeOptions, Finish, MaskStrategy, Message, Model, SamplingParams, ToolTask,
+    chat_prompt, decode, run_tool_task,
+};
+use grail_schema::{SchemaOptions, schema_text_to_grammar};
+use grail_tools::{CallOptions, ToolChoice, ToolRegistry, WireFormat};
+
+fn repository() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn matches(grammar: &CompiledGrammar, bytes: &[u8]) -> bool {
+    let mut matcher = Matcher::new(grammar);
+    matcher.accept_bytes(bytes).is_ok() && matcher.is_accepting()
+}
+
+/// Greedy and three sampled settings.
+fn settings() -> Vec<SamplingParams> {
+    let mut settings = vec![SamplingParams::default()];
+    for (seed, top_k, top_p) in [(1, 0, 1.0), (2, 5, 1.0), (3, 0, 0.9)] {
+        settings.push(SamplingParams {
+            temperature: 1.0,
+            top_k,
+            top_p,
+            seed,
+        });
+    }
+    settings
+}
+
+/// Decodes `grammar` with several models and settings and checks every output.
+fn check_outputs(name: &str, grammar: &CompiledGrammar) {
+    let mut finished = 0;
+    for model_seed in 0..3 {
+        let mut model = TinyModel::new(model_seed);
+        let prompt = model.tokenize("Write it: ").unwrap();
+        for sampling in settings() {
+            let options = DecodeOptions {
+                max_tokens: 400,
+                sampling,
+                mask: MaskStrategy::CheckFirst,
+            };
+            let generation = decode(&mut model, &prompt, Some(grammar), &options)
+                .unwrap_or_else(|error| panic!("{name}: {error}"));
+            match generation.finish {
+                Finish::Stop | Finish::Length => {
+                    finished += 1;
+                    assert!(
+                        matches(grammar, &generation.bytes),
+                        "{name}: {:?} does not match",
+                        generation.text()
+                    );
+                }
+                Finish::Truncated => assert!(!matches(grammar, &generation.bytes)),
+            }
+        }
+    }
+    assert!(
+        finished > 0,
+        "{name}: no run finished within the token limit"
+    );
+}
+
+#[test]
+fn outputs_match_gbnf_grammars() {
+    // The example, and llama.cpp's own grammars where ../shared is beside the checkout.
+    for file in [
+        "examples/tool-call.gbnf",
+        "../shared/conformance/llama.cpp/grammars/json.gbnf",
+        "../shared/conformance/llama.cpp/grammars/list.gbnf",
+        "../shared/conformance/llama.cpp/grammars/arithmetic.gbnf",
+        "../shared/conformance/llama.cpp/grammars/chess.gbnf",
+    ] {
+        let path = repository().join(file);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            eprintln!("skipped: {} is absent", path.display());
+            continue;
+        };
+        let grammar = CompiledGrammar::from_gbnf(&text).unwrap();
+        check_outputs(file, &grammar);
+    }
+    for (name, text) in [
+        ("yes-no", r#"root ::= "yes" | "no""#),
+        (
+            "json-ish",
+            r#"root ::= "{" ([a-z]{1,8} ":" [0-9]+ ("," [a-z]{1,8} ":" [0-9]+)*)? "}""#,
+        ),
+        ("unicode", r#"root ::= [é-ü]{2,5} "!""#),
+    ] {
+        check_outputs(name, &CompiledGrammar::from_gbnf(text).unwrap());
+    }
+}
+
+#[test]
+fn outputs_match_schemas() {
+    let schemas = [
+        r#"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
+            "required": ["name", "age"], "additionalProperties": false}"#,
+        r#"{"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 4}"#,
+        r#"{"type": "string", "format": "date"}"#,
+    ];
+    for schema in schemas {
+        let converted = schema_text_to_grammar(schema, &SchemaOptions::default()).unwrap();
+        let grammar =
+            CompiledGrammar::compile(&converted.grammar, &CompileOptions::default()).unwrap();
+        check_outputs(schema, &grammar);
+    }
+}
+
+#[test]
+fn tool_calls_are_valid_in_every_wire_format() {
+    let text = std::fs::read_to_string(repository().join("examples/agent-tools.json")).unwrap();
+    let registry = ToolRegistry::from_json_text(&text).unwrap();
+    let messages = [Message::new("user", "List the files in src.")];
+    for wire in WireFormat::ALL {
+        for choice in [ToolChoice::Required, ToolChoice::Named("get_inputs".into())] {
+            let options = CallOptions {
+                wire,
+                choice: choice.clone(),
+                ..CallOptions::default()
+            };
+            let task = ToolTask {
+                registry: &registry,
+                options: &options,
+                messages: &messages,
+                constrained: true,
+                max_attempts: 1,
+            };
+            let mut model = TinyModel::new(5)
+                .with_end_bias(4.0)
+                .with_context_length(16_384);
+            let decode_options = DecodeOptions {
+                max_tokens: 1500,
+                ..DecodeOptions::default()
+            };
+            let outcome = run_tool_task(&mut model, &task, &decode_options).unwrap();
+            let attempt = &outcome.attempts[0];
+            let checked = outcome.checked.unwrap_or_else(|| {
+                panic!(
+                    "{wire:?} {choice:?}: {:?} refused: {:?}",
+                    attempt.generation.text(),
+                    attempt.feedback
+                )
+            });
+            assert_eq!(checked.calls.len(), 1, "{wire:?}");
+            if let ToolChoice::Named(name) = &choice {
+                assert_eq!(&checked.calls[0].name, name);
+            }
+        }
+    }
+}
+
+#[test]
+fn both_mask_strategies_give_the_same_greedy_output() {
+    let grammar = CompiledGrammar::from_gbnf(
+        r#"root ::= "{" "\"name\": \"" [a-z]+ "\", \"n\": " [0-9]{1,3} "}""#,
+    )
+    .unwrap();
+    for seed in 0..5 {
+        let mut outputs = Vec::new();
+        for mask in [MaskStrategy::CheckFirst, MaskStrategy::Always] {
+            let mut model = TinyModel::new(seed);
+            let prompt = model.tokenize("x").unwrap();
+            let options = DecodeOptions {
+                max_tokens: 200,
+                mask,
+                ..DecodeOptions::default()
+            };
+            let generation = decode(&mut model, &prompt, Some(&grammar), &options).unwrap();
+            outputs.push((generation.bytes, generation.finish));
+        }
+        assert_eq!(outputs[0], outputs[1], "seed {seed}");
+    }
+}
+
+#[test]
+fn a_token_limit_mid_grammar_is_truncation() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "a"{20}"#).unwrap();
+    let mut model = TinyModel::ascii_only(1);
+    let prompt = model.tokenize("x").unwrap();
+    let options = DecodeOptions {
+        max_tokens: 5,
+        ..DecodeOptions::default()
+    };
+    let generation = decode(&mut model, &prompt, Some(&grammar), &options).unwrap();
+    assert_eq!(generation.finish, Finish::Truncated);
+    assert_eq!(generation.text(), "aaaaa");
+    assert_eq!(generation.tokens.len(), 5);
+}
+
+#[test]
+fn a_complete_grammar_ends_without_asking_the_model() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "done""#).unwrap();
+    // A model that never wants to end.
+    let mut model = TinyModel::new(2).with_end_bias(-100.0);
+    let prompt = model.tokenize("x").unwrap();
+    let generation = decode(
+        &mut model,
+        &prompt,
+        Some(&grammar),
+        &DecodeOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (generation.text().as_str(), generation.finish),
+        ("done", Finish::Stop)
+    );
+}
+
+#[test]
+fn an_empty_language_is_refused() {
+    let grammar = CompiledGrammar::from_gbnf("root ::= a\na ::= \"x\" a").unwrap();
+    let mut model = TinyModel::new(0);
+    let prompt = model.tokenize("x").unwrap();
+    let error = decode(
+        &mut model,
+        &prompt,
+        Some(&grammar),
+        &DecodeOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error, DecodeError::EmptyLanguage);
+    assert!(error.to_string().contains("matches no text"));
+}
+
+#[test]
+fn a_grammar_the_vocabulary_cannot_write_is_an_error() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "ok " "é""#).unwrap();
+    let mut model = TinyModel::ascii_only(0);
+    let prompt = model.tokenize("x").unwrap();
+    let error = decode(
+        &mut model,
+        &prompt,
+        Some(&grammar),
+        &DecodeOptions::default(),
+    )
+    .unwrap_err();
+    match &error {
+        DecodeError::NoAllowedToken { written, offset } => {
+            assert_eq!((written.as_str(), *offset), ("ok ", 3));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        error.to_string().contains("can continue the grammar"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_prompt_too_long_for_the_context_is_an_error() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "a""#).unwrap();
+    let mut model = TinyModel::new(0).with_context_length(8);
+    let prompt = model.tokenize("abcdef").unwrap();
+    let error = decode(
+        &mut model,
+        &prompt,
+        Some(&grammar),
+        &DecodeOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("more than the model's context of 8"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_refused_call_goes_back_to_the_model_until_the_cap() {
+    // Three booleans can never be unique: the grammar (lenient about `uniqueItems`) lets
+    // the model write them, and the validator refuses every time.
+    let registry = ToolRegistry::from_json_text(
+        r#"[{"name": "pick", "parameters": {"type": "object", "properties": {
+            "flags": {"type": "array", "items": {"type": "boolean"}, "minItems": 3, "maxItems": 3,
+                      "uniqueItems": true}}, "required": ["flags"]}}]"#,
+    )
+    .unwrap();
+    let mut options = CallOptions {
+        choice: ToolChoice::Required,
+        ..CallOptions::default()
+    };
+    options.schema.mode = grail_schema::Mode::Lenient;
+    let messages = [Message::new("user", "Pick.")];
+    let task = ToolTask {
+        registry: &registry,
+        options: &options,
+        messages: &messages,
+        constrained: true,
+        max_attempts: 3,
+    };
+    let mut model = TinyModel::new(9).with_end_bias(4.0);
+    let outcome = run_tool_task(&mut model, &task, &DecodeOptions::default()).unwrap();
+    assert!(outcome.checked.is_none());
+    assert_eq!(outcome.attempts.len(), 3);
+    for attempt in &outcome.attempts {
+        let feedback = attempt.feedback.as_deref().unwrap();
+        assert!(feedback.contains("pick"), "{feedback}");
+    }
+    // The last prompt carried the feedback of the first two attempts.
+    let held = model.tokens().to_vec();
+    let prompt_text: Vec<u8> = held
+        .iter()
+        .flat_map(|&id| model.vocabulary().vocabulary().bytes(id).to_vec())
+        .collect();
+    let prompt_text = String::from_utf8_lossy(&prompt_text);
+    assert_eq!(
+        prompt_text.matches("That tool call is not valid").count(),
+        2
+    );
+}
+
+#[test]
+fn unconstrained_decoding_stops_at_the_end_token() {
+    let mut model = TinyModel::new(3).with_end_bias(6.0);
+    let prompt = chat_prompt(&model, &[Message::new("user", "Hi")]).unwrap();
+    let generation = decode(&mut model, &prompt, None, &DecodeOptions::default()).unwrap();
+    assert_eq!(generation.finish, Finish::Stop);
+    assert_eq!(generation.tokens.last(), Some(&0));
+}

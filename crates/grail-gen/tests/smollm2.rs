@@ -1,0 +1,132 @@
+//! The decode loop on the real embedded model, SmolLM2-135M-Instruct through llama.cpp:
+//! tool calls in every wire format, a schema and llama.cpp's json.gbnf, each output
+//! checked against its grammar (and tool calls by the validator). Runs where the model is
+//! in Grail's cache (`grail model fetch`, which `scripts/test.sh` runs) or named by
+//! `GRAIL_TEST_MODEL`; says "skipped:" otherwise.
+#![cfg(feature = "llama-cpp")]
+
+use std::path::{Path, PathBuf};
+
+use grail_engine::{CompileOptions, CompiledGrammar, Matcher};
+use grail_gen::embedded::DEFAULT_MODEL;
+use grail_gen::{
+    DecodeOptions, Finish, LlamaCppModel, LlamaOptions, Message, Model, ToolTask, chat_prompt,
+    decode, run_tool_task,
+};
+use grail_schema::{SchemaOptions, schema_text_to_grammar};
+use grail_tools::{CallOptions, ToolChoice, ToolRegistry, WireFormat};
+
+fn model_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("GRAIL_TEST_MODEL") {
+        return Some(PathBuf::from(path));
+    }
+    DEFAULT_MODEL.cached().ok().flatten()
+}
+
+fn load() -> Option<LlamaCppModel> {
+    let Some(path) = model_path() else {
+        eprintln!(
+            "skipped: SmolLM2 is not in Grail's model cache (run `grail model fetch`, or set GRAIL_TEST_MODEL)"
+        );
+        return None;
+    };
+    let options = LlamaOptions {
+        context: 4096,
+        threads: None,
+    };
+    Some(LlamaCppModel::load(&path, &options).expect("the cached model loads"))
+}
+
+fn repository() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn assert_matches(grammar: &CompiledGrammar, bytes: &[u8]) {
+    let mut matcher = Matcher::new(grammar);
+    assert!(
+        matcher.accept_bytes(bytes).is_ok() && matcher.is_accepting(),
+        "{:?} does not match",
+        String::from_utf8_lossy(bytes)
+    );
+}
+
+#[test]
+fn smollm2_writes_valid_tool_calls_in_every_wire_format() {
+    let Some(mut model) = load() else { return };
+    let text = std::fs::read_to_string(repository().join("examples/agent-tools.json")).unwrap();
+    let registry = ToolRegistry::from_json_text(&text).unwrap();
+    let messages = [Message::new("user", "List the files in the src directory.")];
+    for wire in WireFormat::ALL {
+        let options = CallOptions {
+            wire,
+            choice: ToolChoice::Required,
+            ..CallOptions::default()
+        };
+        let task = ToolTask {
+            registry: &registry,
+            options: &options,
+            messages: &messages,
+            constrained: true,
+            max_attempts: 2,
+        };
+        let decode_options = DecodeOptions {
+            max_tokens: 300,
+            ..DecodeOptions::default()
+        };
+        let outcome = run_tool_task(&mut model, &task, &decode_options).unwrap();
+        let attempt = outcome.attempts.last().unwrap();
+        let checked = outcome.checked.unwrap_or_else(|| {
+            panic!(
+                "{wire:?}: {:?}: {:?}",
+                attempt.generation.text(),
+                attempt.feedback
+            )
+        });
+        assert!(!checked.calls.is_empty(), "{wire:?}");
+        eprintln!("{wire:?}: {}", attempt.generation.text());
+    }
+}
+
+#[test]
+fn smollm2_output_matches_a_schema_and_json_gbnf() {
+    let Some(mut model) = load() else { return };
+    let schema = r#"{"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 20},
+        "legs": {"type": "integer", "minimum": 0, "maximum": 8},
+        "colors": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+        "required": ["name", "legs", "colors"], "additionalProperties": false}"#;
+    let converted = schema_text_to_grammar(schema, &SchemaOptions::default()).unwrap();
+    let schema_grammar =
+        CompiledGrammar::compile(&converted.grammar, &CompileOptions::default()).unwrap();
+    let mut grammars = vec![("schema", schema_grammar)];
+    let json = repository().join("../shared/conformance/llama.cpp/grammars/json.gbnf");
+    match std::fs::read_to_string(&json) {
+        Ok(text) => grammars.push(("json.gbnf", CompiledGrammar::from_gbnf(&text).unwrap())),
+        Err(_) => eprintln!("skipped: json.gbnf ({} is absent)", json.display()),
+    }
+    let messages = [Message::new(
+        "user",
+        "Describe a cat as a short JSON object.",
+    )];
+    let prompt = chat_prompt(&model, &messages).unwrap();
+    for (name, grammar) in &grammars {
+        let options = DecodeOptions {
+            max_tokens: 250,
+            ..DecodeOptions::default()
+        };
+        let generation = decode(&mut model, &prompt, Some(grammar), &options).unwrap();
+        eprintln!("{name}: {:?} {:?}", generation.finish, generation.text());
+        match generation.finish {
+            Finish::Truncated => {}
+            _ => assert_matches(grammar, &generation.bytes),
+        }
+        if *name == "schema" {
+            assert_ne!(
+                generation.finish,
+                Finish::Truncated,
+                "a short object fits in 250 tokens"
+            );
+        }
+    }
+    assert!(model.tokens().len() > prompt.len());
+}
