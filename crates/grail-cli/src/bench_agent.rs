@@ -10,12 +10,12 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use grail_gen::{DecodeOptions, Message, Model, ToolTask, run_tool_task};
+use grail_gen::{DecodeOptions, Message, Model, SamplingParams, ToolTask, run_tool_task};
 use grail_tools::{CallOptions, PoolFilter, ToolChoice, ToolRegistry, validate_output};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::generate::{ensure_default_model, load_model};
+use crate::generate::{DEFAULT_REPEAT_PENALTY, ensure_default_model, load_model};
 
 /// Arguments of `grail bench agent`.
 #[derive(Debug, Args)]
@@ -36,6 +36,9 @@ pub struct AgentBenchArgs {
     /// Attempts per query with the grammar (the validator's feedback goes back each time).
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub attempts: usize,
+    /// The repeat penalty (see `grail generate --repeat-penalty`).
+    #[arg(long, default_value_t = DEFAULT_REPEAT_PENALTY, value_name = "X")]
+    pub repeat_penalty: f32,
     /// Run only the first N queries.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
@@ -106,8 +109,15 @@ pub fn run(args: &AgentBenchArgs) -> anyhow::Result<ExitCode> {
     let mut model = load_model(&model_path)?;
     let decode_options = DecodeOptions {
         max_tokens: args.max_tokens,
+        sampling: SamplingParams {
+            repeat_penalty: args.repeat_penalty,
+            ..SamplingParams::default()
+        },
         ..DecodeOptions::default()
     };
+    if let Err(message) = decode_options.sampling.validate() {
+        bail!("{message}");
+    }
     let mut rows = Vec::new();
     for query in &queries {
         let with_grammar = run_query(

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use grail_gen::embedded::{DEFAULT_MODEL, FetchProgress};
 use grail_gen::{
     DEFAULT_MAX_ATTEMPTS, DecodeOptions, Finish, Generation, MaskStrategy, Message, Model,
-    SamplingParams, ToolTask, chat_prompt, decode, quantile_of, run_tool_task,
+    SamplingParams, ToolTask, chat_prompt, decode, quantile_of, raw_prompt, run_tool_task,
 };
 use serde_json::json;
 
@@ -84,6 +84,11 @@ pub struct GenerateArgs {
     /// The seed of the draws.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub seed: u64,
+    /// Lower the logits of tokens written in the last 64 output tokens by this factor
+    /// (llama.cpp's repeat penalty; 1 is off): breaks small models' loops inside free
+    /// strings.
+    #[arg(long, default_value_t = DEFAULT_REPEAT_PENALTY, value_name = "X")]
+    pub repeat_penalty: f32,
     /// When masks are filled: `check-first` (fill only when the drawn token is refused)
     /// or `always`.
     #[arg(long, value_enum, default_value_t = MaskArg::CheckFirst)]
@@ -101,6 +106,11 @@ pub struct GenerateArgs {
     #[command(flatten, next_help_heading = "Schema conversion")]
     pub schema_options: SchemaArgs,
 }
+
+/// The repeat penalty of `grail generate` and `grail bench agent` (see --repeat-penalty):
+/// with SmolLM2 on the agent benchmark, 1.2 converged on 10 of 24 queries where 1.0 (off)
+/// converged on 8 (loops inside free strings ran into the token limit).
+pub const DEFAULT_REPEAT_PENALTY: f32 = 1.2;
 
 /// `--mask` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -188,6 +198,8 @@ pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         top_k: args.top_k,
         top_p: args.top_p,
         seed: args.seed,
+        repeat_penalty: args.repeat_penalty,
+        ..SamplingParams::default()
     };
     if let Err(message) = sampling.validate() {
         bail!("{message}");
@@ -250,7 +262,7 @@ pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         (None, None) => None,
     };
     let prompt = if args.raw {
-        model.tokenize(&prompt_text)?
+        raw_prompt(model.as_ref(), &prompt_text)?
     } else {
         chat_prompt(model.as_ref(), &messages)?
     };

@@ -85,13 +85,13 @@ enum Command {
     /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
     /// (or refused schema), vocabulary, usage or I/O errors.
     Mask(mask::MaskArgs),
-    /// Time token masks step by step on a document (JSON like the peer harness); `grail
-    /// bench agent` runs the agent benchmark on a model.
+    /// Time token masks step by step on a document (JSON like the peer harness). `grail
+    /// bench agent` (see `grail bench agent --help`) runs seed 001's agent benchmark on a
+    /// model: each query with and without the tool-call grammar.
     ///
     /// Exit status: 0 when every token of the document was in its mask, 1 otherwise,
     /// 2 on grammar (or refused schema), usage or I/O errors.
-    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-    Bench(BenchCommand),
+    Bench(bench::BenchArgs),
     /// Generate text on a model, constrained by a grammar, a JSON Schema or a tool
     /// registry (default model: the embedded SmolLM2-135M-Instruct, fetched once).
     ///
@@ -103,20 +103,18 @@ enum Command {
     Model(generate::ModelArgs),
 }
 
-/// `grail bench`: mask timings (its own arguments) or a named benchmark.
-#[derive(Debug, clap::Args)]
-struct BenchCommand {
-    #[command(subcommand)]
-    benchmark: Option<Benchmark>,
+// `grail bench agent`, parsed on its own: `grail bench` takes the mask-timing arguments,
+// and a subcommand beside required arguments is more than clap's derive can say.
+#[derive(Debug, Parser)]
+#[command(
+    name = "grail bench agent",
+    bin_name = "grail bench agent",
+    version,
+    about = "Seed 001's agent benchmark: each query with and without the tool-call grammar on a model; convergence, first-tool match, latency and tokens/s as a table (and JSON)."
+)]
+struct AgentBenchCli {
     #[command(flatten)]
-    masks: Option<bench::BenchArgs>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Benchmark {
-    /// Seed 001's agent benchmark: each query with and without the tool-call grammar on a
-    /// model; convergence, first-tool match, latency and tokens/s as a table (and JSON).
-    Agent(bench_agent::AgentBenchArgs),
+    args: bench_agent::AgentBenchArgs,
 }
 
 /// Exit status for usage and I/O errors, as clap uses for bad arguments.
@@ -124,6 +122,13 @@ const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if arguments.get(1).is_some_and(|arg| arg == "bench")
+        && arguments.get(2).is_some_and(|arg| arg == "agent")
+    {
+        let cli = AgentBenchCli::parse_from(arguments.into_iter().skip(2));
+        return finish(bench_agent::run(&cli.args));
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
@@ -132,16 +137,7 @@ fn main() -> ExitCode {
         Command::Next(args) => next::run(&args),
         Command::Sample(args) => sample::run(&args),
         Command::Schema(args) => schema::run(&args),
-        Command::Bench(BenchCommand {
-            benchmark: Some(Benchmark::Agent(args)),
-            ..
-        }) => bench_agent::run(&args),
-        Command::Bench(BenchCommand {
-            masks: Some(args), ..
-        }) => bench::run(&args),
-        Command::Bench(_) => Err(anyhow::anyhow!(
-            "`grail bench` needs --vocab and --doc (mask timings) or a benchmark (`grail bench agent`)"
-        )),
+        Command::Bench(args) => bench::run(&args),
         Command::Mask(args) => mask::run(&args),
         Command::Tools(args) => tools::run_tools(&args),
         Command::ValidateCall(args) => tools::run_validate(&args),
@@ -149,6 +145,11 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::run_generate(&args),
         Command::Model(args) => generate::run_model(&args),
     };
+    finish(result)
+}
+
+/// The exit status of a command's result (errors printed, as usage errors).
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {

@@ -20,7 +20,7 @@ use grail_engine::{CompiledGrammar, Matcher};
 use grail_vocab::TokenBitmask;
 
 use crate::model::{Model, ModelError, prime};
-use crate::sampling::{SamplingParams, TokenSampler};
+use crate::sampling::{SamplingParams, TokenSampler, penalized};
 
 /// When the decode loop fills a whole token mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -182,6 +182,15 @@ pub enum DecodeError {
         /// The output so far.
         written: String,
     },
+    /// The matcher refused a token its own mask allowed (a bug in Grail: please report it
+    /// with the grammar and prompt).
+    #[error(
+        "the matcher refused token {token}, which its mask allowed; this is a bug in Grail, please report it with the grammar and prompt"
+    )]
+    Refused {
+        /// The token.
+        token: u32,
+    },
     /// Bad options.
     #[error("{0}")]
     Options(String),
@@ -228,9 +237,10 @@ pub fn decode(
 
     let mut bytes = Vec::new();
     let mut tokens = Vec::new();
+    let mut scratch = Vec::new();
     let decode_started = Instant::now();
     let finish = loop {
-        let logits = model.logits();
+        let logits = penalized(model.logits(), &tokens, &options.sampling, &mut scratch);
         let token = match matcher.as_mut() {
             None => {
                 let token = sampler.sample(logits, None);
@@ -271,9 +281,9 @@ pub fn decode(
                             .ok_or_else(|| DecodeError::NoProbableToken { written: written() })?
                     }
                 };
-                matcher
-                    .accept_token(token)
-                    .expect("an allowed token is accepted");
+                if matcher.accept_token(token).is_err() {
+                    return Err(DecodeError::Refused { token });
+                }
                 grammar_time += masking.elapsed().as_secs_f64();
                 stats.grammar_us.push(grammar_time * 1e6);
                 token

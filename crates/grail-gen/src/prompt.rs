@@ -33,10 +33,19 @@ pub fn chat_prompt(model: &dyn Model, messages: &[Message]) -> Result<Vec<u32>, 
         Some(template) => (render_chat(template, messages, &specials)?, true),
         None => (plain_prompt(messages), false),
     };
-    let mut tokens = model.tokenize(&text)?;
-    // A template writes its own beginning-of-text token (or none on purpose).
-    if !templated
-        && let Some(bos) = model.begin_of_text()
+    if templated {
+        // A template writes its own beginning-of-text token (or none on purpose).
+        Ok(model.tokenize(&text)?)
+    } else {
+        Ok(raw_prompt(model, &text)?)
+    }
+}
+
+/// The prompt tokens of `text` as it is, after the beginning-of-text token when the model
+/// wants one (as llama.cpp's `/completion` adds it: Gemma writes nonsense without it).
+pub fn raw_prompt(model: &dyn Model, text: &str) -> Result<Vec<u32>, ModelError> {
+    let mut tokens = model.tokenize(text)?;
+    if let Some(bos) = model.begin_of_text()
         && tokens.first() != Some(&bos)
     {
         tokens.insert(0, bos);

@@ -29,27 +29,30 @@ pub fn tools_system_prompt(registry: &ToolRegistry, options: &CallOptions) -> Op
         ToolChoice::Named(name) => registry.get(name).into_iter().collect(),
         ToolChoice::Auto | ToolChoice::Required => registry.tools.iter().collect(),
     };
-    let first = offered.first()?;
+    if offered.is_empty() {
+        return None;
+    }
     let mut prompt = String::from("You can call these tools:\n");
     for tool in &offered {
-        let description = tool.description.trim();
+        let description = tool.description.trim().trim_end_matches('.');
         let description = if description.is_empty() {
             String::new()
         } else {
-            format!(" {}", description.trim_end_matches('.').to_string() + ".")
+            format!(" {description}.")
         };
         prompt.push_str(&format!(
-            "- {}:{} Arguments (JSON Schema): {}\n",
-            tool.name, description, tool.parameters
+            "- {}:{description}\n  Arguments (JSON Schema): {}\n  Example: {}\n",
+            tool.name,
+            tool.parameters,
+            example_call(tool, options.wire)
         ));
     }
     let instruction = match options.choice {
-        ToolChoice::Auto => "When a tool helps, answer with a tool call and nothing else",
-        _ => "Answer with a tool call and nothing else",
+        ToolChoice::Auto => "When a tool helps, answer with one tool call and nothing else",
+        _ => "Answer with one tool call and nothing else",
     };
     prompt.push_str(&format!(
-        "\n{instruction}, written like this:\n{}",
-        example_call(first, options.wire)
+        "\n{instruction}, written like the examples: pick the tool that fits the request and fill in its arguments."
     ));
     Some(prompt)
 }
@@ -202,9 +205,12 @@ mod tests {
         let registry = registry();
         let prompt = tools_system_prompt(&registry, &CallOptions::default()).unwrap();
         assert!(
-            prompt.contains("- navigate: Move around the file tree. Arguments (JSON Schema): {")
+            prompt.contains("- navigate: Move around the file tree.\n  Arguments (JSON Schema): {")
         );
-        assert!(prompt.contains("- search: Arguments"));
+        assert!(prompt.contains(
+            "  Example: {\"name\": \"navigate\", \"arguments\": {\"action\": \"get_tree\", \"depth\": 1}}\n"
+        ));
+        assert!(prompt.contains("- search:\n  Arguments"));
         let named = CallOptions {
             choice: ToolChoice::Named("search".into()),
             ..CallOptions::default()

@@ -23,7 +23,7 @@ fn matches(grammar: &CompiledGrammar, bytes: &[u8]) -> bool {
     matcher.accept_bytes(bytes).is_ok() && matcher.is_accepting()
 }
 
-/// Greedy and three sampled settings.
+/// Greedy, three sampled settings, and greedy with a repeat penalty.
 fn settings() -> Vec<SamplingParams> {
     let mut settings = vec![SamplingParams::default()];
     for (seed, top_k, top_p) in [(1, 0, 1.0), (2, 5, 1.0), (3, 0, 0.9)] {
@@ -32,8 +32,13 @@ fn settings() -> Vec<SamplingParams> {
             top_k,
             top_p,
             seed,
+            ..SamplingParams::default()
         });
     }
+    settings.push(SamplingParams {
+        repeat_penalty: 1.5,
+        ..SamplingParams::default()
+    });
     settings
 }
 
