@@ -23,6 +23,17 @@ fn matches(grammar: &CompiledGrammar, bytes: &[u8]) -> bool {
     matcher.accept_bytes(bytes).is_ok() && matcher.is_accepting()
 }
 
+/// Decodes after the prompt "x" with `model`, under the GBNF `grammar`.
+fn decode_gbnf(
+    grammar: &str,
+    mut model: TinyModel,
+    options: &DecodeOptions,
+) -> Result<grail_gen::Generation, DecodeError> {
+    let grammar = CompiledGrammar::from_gbnf(grammar).unwrap();
+    let prompt = model.tokenize("x").unwrap();
+    decode(&mut model, &prompt, Some(&grammar), options)
+}
+
 /// Greedy, three sampled settings, and greedy with a repeat penalty.
 fn settings() -> Vec<SamplingParams> {
     let mut settings = vec![SamplingParams::default()];
@@ -191,14 +202,12 @@ fn both_mask_strategies_give_the_same_greedy_output() {
 
 #[test]
 fn a_token_limit_mid_grammar_is_truncation() {
-    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "a"{20}"#).unwrap();
-    let mut model = TinyModel::ascii_only(1);
-    let prompt = model.tokenize("x").unwrap();
     let options = DecodeOptions {
         max_tokens: 5,
         ..DecodeOptions::default()
     };
-    let generation = decode(&mut model, &prompt, Some(&grammar), &options).unwrap();
+    let generation =
+        decode_gbnf(r#"root ::= "a"{20}"#, TinyModel::ascii_only(1), &options).unwrap();
     assert_eq!(generation.finish, Finish::Truncated);
     assert_eq!(generation.text(), "aaaaa");
     assert_eq!(generation.tokens.len(), 5);
@@ -206,14 +215,10 @@ fn a_token_limit_mid_grammar_is_truncation() {
 
 #[test]
 fn a_complete_grammar_ends_without_asking_the_model() {
-    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "done""#).unwrap();
     // A model that never wants to end.
-    let mut model = TinyModel::new(2).with_end_bias(-100.0);
-    let prompt = model.tokenize("x").unwrap();
-    let generation = decode(
-        &mut model,
-        &prompt,
-        Some(&grammar),
+    let generation = decode_gbnf(
+        r#"root ::= "done""#,
+        TinyModel::new(2).with_end_bias(-100.0),
         &DecodeOptions::default(),
     )
     .unwrap();
@@ -225,13 +230,9 @@ fn a_complete_grammar_ends_without_asking_the_model() {
 
 #[test]
 fn an_empty_language_is_refused() {
-    let grammar = CompiledGrammar::from_gbnf("root ::= a\na ::= \"x\" a").unwrap();
-    let mut model = TinyModel::new(0);
-    let prompt = model.tokenize("x").unwrap();
-    let error = decode(
-        &mut model,
-        &prompt,
-        Some(&grammar),
+    let error = decode_gbnf(
+        "root ::= a\na ::= \"x\" a",
+        TinyModel::new(0),
         &DecodeOptions::default(),
     )
     .unwrap_err();
@@ -241,13 +242,9 @@ fn an_empty_language_is_refused() {
 
 #[test]
 fn a_grammar_the_vocabulary_cannot_write_is_an_error() {
-    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "ok " "é""#).unwrap();
-    let mut model = TinyModel::ascii_only(0);
-    let prompt = model.tokenize("x").unwrap();
-    let error = decode(
-        &mut model,
-        &prompt,
-        Some(&grammar),
+    let error = decode_gbnf(
+        r#"root ::= "ok " "é""#,
+        TinyModel::ascii_only(0),
         &DecodeOptions::default(),
     )
     .unwrap_err();
