@@ -15,7 +15,7 @@ use grail_tools::{CallOptions, PoolFilter, ToolChoice, ToolRegistry, validate_ou
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::generate::{DEFAULT_REPEAT_PENALTY, ensure_default_model, load_model};
+use crate::generate::{DEFAULT_CONTEXT, DEFAULT_REPEAT_PENALTY, ensure_default_model, load_model};
 
 /// Arguments of `grail bench agent`.
 #[derive(Debug, Args)]
@@ -106,7 +106,7 @@ pub fn run(args: &AgentBenchArgs) -> anyhow::Result<ExitCode> {
         Some(path) => path.clone(),
         None => ensure_default_model()?,
     };
-    let mut model = load_model(&model_path)?;
+    let mut model = load_model(&model_path, DEFAULT_CONTEXT)?;
     let decode_options = DecodeOptions {
         max_tokens: args.max_tokens,
         sampling: SamplingParams {

@@ -72,6 +72,10 @@ pub struct GenerateArgs {
     /// The most tokens to write.
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_tokens: usize,
+    /// The model's context in tokens (prompt and output; capped at what the model was
+    /// trained for). Its attention cache takes most of the memory.
+    #[arg(long, default_value_t = DEFAULT_CONTEXT, value_name = "N")]
+    pub context: u32,
     /// 0 is greedy (the default); above 0, tokens are drawn.
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub temperature: f32,
@@ -218,7 +222,7 @@ pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         None => ensure_default_model()?,
     };
     let loading = Instant::now();
-    let mut model = load_model(&model_path)?;
+    let mut model = load_model(&model_path, args.context)?;
     let load_s = loading.elapsed().as_secs_f64();
     let options = DecodeOptions {
         max_tokens: args.max_tokens,
@@ -408,13 +412,25 @@ fn report(args: &GenerateArgs, load_s: f64, generations: &[&Generation]) -> anyh
     Ok(())
 }
 
+/// The default of --context (llama-cpp-2's `DEFAULT_CONTEXT`, repeated so that a build
+/// without the runtime still parses the same arguments).
+pub const DEFAULT_CONTEXT: u32 = 8192;
+
+/// Loads a GGUF model with a context of `context` tokens.
 #[cfg(feature = "llama-cpp")]
-pub(crate) fn load_model(path: &Path) -> anyhow::Result<Box<dyn Model>> {
-    let model = grail_gen::LlamaCppModel::load(path, &grail_gen::LlamaOptions::default())?;
-    Ok(Box::new(model))
+pub(crate) fn load_model(path: &Path, context: u32) -> anyhow::Result<Box<dyn Model>> {
+    if context == 0 {
+        bail!("--context must be at least 1");
+    }
+    let options = grail_gen::LlamaOptions {
+        context,
+        ..grail_gen::LlamaOptions::default()
+    };
+    Ok(Box::new(grail_gen::LlamaCppModel::load(path, &options)?))
 }
 
+/// Without the runtime, no model can be loaded.
 #[cfg(not(feature = "llama-cpp"))]
-fn load_model(_path: &Path) -> anyhow::Result<Box<dyn Model>> {
+pub(crate) fn load_model(_path: &Path, _context: u32) -> anyhow::Result<Box<dyn Model>> {
     bail!("this grail was built without a model runtime (the `llama-cpp` feature of grail-cli)")
 }
