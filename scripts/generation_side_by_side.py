@@ -40,7 +40,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import llama_server_test  # noqa: E402
 
-GRAIL = os.path.join(ROOT, "target", "release", "grail")
+# $GRAIL_BIN: another build to measure (for instance one made with GGML_CPU_REPACK=OFF, to
+# match a llama-server that must run with --no-repack); otherwise this checkout's release build.
+GRAIL = os.environ.get("GRAIL_BIN") or os.path.join(ROOT, "target", "release", "grail")
 SHARED = os.path.join(ROOT, "..", "shared")
 PROMPT = "Here is a detailed JSON description of a family of cats, with their names, ages, colors, favourite toys and habits:\n"
 
@@ -188,7 +190,8 @@ def main():
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "grail-cli", "-j2"], cwd=ROOT, check=True)
+    if not os.environ.get("GRAIL_BIN"):
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "grail-cli", "-j2"], cwd=ROOT, check=True)
     server, libs = llama_server_test.find_server(install=False)
     if not server:
         sys.exit("no llama-server: run `python3 scripts/llama_server_test.py --install` first")

@@ -106,8 +106,8 @@ pub struct GenerateArgs {
     /// Write the timings as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
-    /// How --schema becomes a grammar.
-    #[command(flatten, next_help_heading = "Schema conversion")]
+    /// How --schema, or the argument schemas of --tools, become grammars.
+    #[command(flatten, next_help_heading = "Schema conversion (--schema, --tools)")]
     pub schema_options: SchemaArgs,
 }
 
@@ -311,7 +311,7 @@ fn generate_tool_calls(
         think: args.think,
         query: args.filter_pool.then(|| prompt_text.to_string()),
         fallback_below: 3,
-        schema: SchemaArgs::default(),
+        schema: args.schema_options.clone(),
     };
     let loaded = match call_args.load()? {
         Ok(loaded) => loaded,

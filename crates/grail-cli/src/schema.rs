@@ -68,23 +68,6 @@ pub enum WhitespaceArg {
     Bounded,
 }
 
-impl Default for SchemaArgs {
-    /// The command line's defaults.
-    fn default() -> SchemaArgs {
-        SchemaArgs {
-            lenient: false,
-            whitespace: WhitespaceArg::Llama,
-            max_whitespace: 4,
-            any_order: false,
-            item_separator: ",".into(),
-            key_separator: ":".into(),
-            additional_properties: None,
-            llama_cpp: false,
-            depth_cap: None,
-        }
-    }
-}
-
 impl SchemaArgs {
     /// The conversion options these arguments ask for.
     pub fn options(&self) -> SchemaOptions {
