@@ -8,9 +8,14 @@ set -euo pipefail
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
-# bindgen loads libclang.so at build time.
-if ! ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' && [ -z "${LIBCLANG_PATH:-}" ]; then
-    missing+=(libclang-dev)
+# bindgen loads libclang at build time, and needs clang's own headers (stddef.h): on
+# Debian and Ubuntu, libclang-dev brings both; elsewhere, look for the library.
+if [ -z "${LIBCLANG_PATH:-}" ]; then
+    if command -v dpkg >/dev/null 2>&1; then
+        dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
+    elif ! ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so'; then
+        missing+=(libclang-dev)
+    fi
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
