@@ -116,31 +116,6 @@ pub struct DecodeStats {
     pub full_masks: usize,
 }
 
-impl DecodeStats {
-    /// Drawn tokens per second of decoding.
-    pub fn tokens_per_s(&self) -> f64 {
-        if self.decode_s > 0.0 {
-            self.grammar_us.len() as f64 / self.decode_s
-        } else {
-            0.0
-        }
-    }
-
-    /// The `quantile` (0 to 1) of the grammar time per token, in microseconds.
-    pub fn grammar_us_quantile(&self, quantile: f64) -> f64 {
-        quantile_of(&self.grammar_us, quantile)
-    }
-
-    /// Total grammar time as a fraction of the decode time.
-    pub fn grammar_share(&self) -> f64 {
-        if self.decode_s > 0.0 {
-            self.grammar_us.iter().sum::<f64>() / 1e6 / self.decode_s
-        } else {
-            0.0
-        }
-    }
-}
-
 /// The `quantile` of `values` (nearest rank), 0 when empty.
 pub fn quantile_of(values: &[f64], quantile: f64) -> f64 {
     if values.is_empty() {

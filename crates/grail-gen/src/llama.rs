@@ -25,7 +25,7 @@ pub const DEFAULT_CONTEXT: u32 = 8192;
 const PROMPT_BATCH: usize = 512;
 
 /// llama.cpp's backend: set up once per process, and its logs silenced.
-fn backend() -> Result<&'static LlamaBackend, ModelError> {
+fn backend() -> Result<&'static LlamaBackend, String> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -35,10 +35,7 @@ fn backend() -> Result<&'static LlamaBackend, ModelError> {
             LlamaBackend::init().map_err(|error| error.to_string())
         })
         .as_ref()
-        .map_err(|reason| ModelError::Load {
-            path: String::new(),
-            reason: format!("llama.cpp's backend did not start: {reason}"),
-        })
+        .map_err(|reason| format!("llama.cpp's backend did not start: {reason}"))
 }
 
 type Context<'model> = LlamaContext<'model>;
@@ -111,7 +108,7 @@ impl LlamaCppModel {
             return Err(load_error("no such file".into()));
         }
         let vocabulary = grail_vocab::load(path).map_err(|error| load_error(error.to_string()))?;
-        let backend = backend()?;
+        let backend = backend().map_err(load_error)?;
         let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
             .map_err(|error| load_error(format!("llama.cpp could not load it: {error}")))?;
         if model.n_vocab() as usize != vocabulary.len() {
