@@ -57,6 +57,8 @@ fn maskbench_schemas_compile_and_judge_their_instances() {
     let mut passing = BTreeSet::new();
     let mut total = GroupTally::default();
     let mut times = Vec::new();
+    let mut convert_times = Vec::new();
+    let mut slowest: Vec<(f64, f64, String)> = Vec::new();
     let mut lines = Vec::new();
     for file in files {
         let group = file
@@ -92,6 +94,12 @@ fn maskbench_schemas_compile_and_judge_their_instances() {
             sampled.insert(id.clone());
             let outcome = run_schema(&entry["schema"], &instances, &options);
             times.push(outcome.compile_time);
+            convert_times.push(outcome.convert_time);
+            slowest.push((
+                outcome.compile_time.as_secs_f64() * 1e3,
+                outcome.convert_time.as_secs_f64() * 1e3,
+                id.clone(),
+            ));
             if outcome.compile_time.as_secs_f64() > 1.0 {
                 println!(
                     "slow: {id} took {:.1} s",
@@ -122,6 +130,14 @@ fn maskbench_schemas_compile_and_judge_their_instances() {
     println!(
         "convert + compile per schema: median {median:.2} ms, p99 {p99:.2} ms, max {max:.1} ms (this build)"
     );
+    let (median, p99, max) = percentiles(&mut convert_times);
+    println!(
+        "of which converting the schema: median {median:.2} ms, p99 {p99:.2} ms, max {max:.1} ms"
+    );
+    slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (total, convert, id) in slowest.iter().take(12) {
+        println!("slowest: {id}: {total:.1} ms ({convert:.1} ms converting)");
+    }
     let baseline_path = repository_root().join("testdata/conformance/maskbench.baseline");
     let whole_corpus = sample_every == 1 && std::env::var_os("GRAIL_MASKBENCH_ONLY").is_none();
     if whole_corpus {

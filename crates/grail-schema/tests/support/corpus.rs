@@ -37,6 +37,8 @@ pub struct SchemaOutcome {
     pub instances: (usize, usize),
     /// Time to convert and compile.
     pub compile_time: Duration,
+    /// Of which converting the schema to a grammar.
+    pub convert_time: Duration,
     /// For each wrong verdict, the instance text and where matching stopped.
     pub details: Vec<String>,
     /// `grail check --target llama.cpp` refuses the emitted grammar.
@@ -61,6 +63,7 @@ pub fn run_schema(
 ) -> SchemaOutcome {
     let started = Instant::now();
     let converted = schema_to_grammar(schema, options);
+    let convert_time = started.elapsed();
     let compiled = converted
         .as_ref()
         .ok()
@@ -73,6 +76,7 @@ pub fn run_schema(
         invalid_accepted: Vec::new(),
         instances: (0, 0),
         compile_time,
+        convert_time,
         details: Vec::new(),
         llama_cpp_refuses: false,
     };
