@@ -281,7 +281,7 @@ pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::from(1))
         }
-        Finish::Length | Finish::Stop => {
+        Finish::Length | Finish::Stop | Finish::Interrupted => {
             if generation.finish == Finish::Length && grammar.is_none() {
                 eprintln!(
                     "note: the token limit ({}) ended the output",

@@ -15,6 +15,7 @@ mod render;
 mod rules;
 mod sample;
 mod schema;
+mod serve;
 mod tools;
 
 use std::process::ExitCode;
@@ -101,6 +102,13 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// The embedded model: `grail model fetch` downloads and checks it once.
     Model(generate::ModelArgs),
+    /// An OpenAI-compatible server (`POST /v1/chat/completions` with tools, tool_choice,
+    /// response_format and grammar, all enforced together; `GET /v1/models`, `GET
+    /// /health`) in front of the embedded model, a llama-server or a vLLM server.
+    ///
+    /// Runs until SIGINT or SIGTERM (in-flight requests finish). Exit status: 0 after a
+    /// shutdown, 2 on usage errors or when the address cannot be bound.
+    Serve(serve::ServeArgs),
 }
 
 // `grail bench agent`, parsed on its own: `grail bench` takes the mask-timing arguments,
@@ -144,6 +152,7 @@ fn main() -> ExitCode {
         Command::Classify(args) => tools::run_classify(&args),
         Command::Generate(args) => generate::run_generate(&args),
         Command::Model(args) => generate::run_model(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     finish(result)
 }

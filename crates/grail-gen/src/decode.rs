@@ -14,6 +14,7 @@
 //! the grammar may end), or at once when the grammar allows nothing more. A token limit
 //! reached mid-grammar ends it as [`Finish::Truncated`]: never valid.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use grail_engine::{CompiledGrammar, Matcher};
@@ -65,13 +66,16 @@ pub enum Finish {
     /// The token limit, in the middle of the grammar: the output is incomplete and not
     /// valid.
     Truncated,
+    /// The caller's observer ended it ([`decode_observed`]: a stop sequence, a client
+    /// that went away); the output may be incomplete.
+    Interrupted,
 }
 
 impl Finish {
     /// OpenAI's `finish_reason` (`stop` or `length`).
     pub fn openai_reason(self) -> &'static str {
         match self {
-            Finish::Stop => "stop",
+            Finish::Stop | Finish::Interrupted => "stop",
             Finish::Length | Finish::Truncated => "length",
         }
     }
@@ -179,6 +183,22 @@ pub fn decode(
     grammar: Option<&CompiledGrammar>,
     options: &DecodeOptions,
 ) -> Result<Generation, DecodeError> {
+    decode_observed(model, prompt, grammar, options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`decode`], showing `observer` the bytes of each token as it is written (not the
+/// end-of-generation token); when it answers `Break`, decoding ends there with
+/// [`Finish::Interrupted`] (the bytes it was shown are in the output). Servers stream
+/// through it, and stop when a client goes away.
+pub fn decode_observed(
+    model: &mut dyn Model,
+    prompt: &[u32],
+    grammar: Option<&CompiledGrammar>,
+    options: &DecodeOptions,
+    observer: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+) -> Result<Generation, DecodeError> {
     options.sampling.validate().map_err(DecodeError::Options)?;
     if options.max_tokens == 0 {
         return Err(DecodeError::Options("max tokens must be at least 1".into()));
@@ -269,6 +289,9 @@ pub fn decode(
             break Finish::Stop;
         }
         bytes.extend_from_slice(vocabulary.bytes(token));
+        if observer(vocabulary.bytes(token)).is_break() {
+            break Finish::Interrupted;
+        }
         if let Some(matcher) = matcher.as_mut() {
             let ending = Instant::now();
             let ended = grammar_allows_nothing_more(matcher);

@@ -38,7 +38,8 @@ pub mod tool_prompt;
 
 pub use chat::{Message, SpecialTexts, render_chat};
 pub use decode::{
-    DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy, decode, quantile_of,
+    DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy, decode,
+    decode_observed, quantile_of,
 };
 #[cfg(feature = "llama-cpp")]
 pub use llama::{DEFAULT_CONTEXT, LlamaCppModel, LlamaOptions};
@@ -47,5 +48,5 @@ pub use prompt::{PromptError, chat_prompt, raw_prompt};
 pub use sampling::{SamplingParams, TokenSampler, argmax};
 pub use tool_calls::{
     Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, compile_tool_grammar,
-    run_tool_task,
+    messages_with_tools, run_tool_task,
 };

@@ -56,6 +56,8 @@ pub struct TinyModel {
     logits: Vec<f32>,
     /// How much the end-of-generation token's logit is raised (keeps outputs short).
     end_bias: f32,
+    /// How long each forward pass sleeps (a real model's pace, for server tests).
+    delay: std::time::Duration,
 }
 
 impl TinyModel {
@@ -94,6 +96,7 @@ impl TinyModel {
             context_length: 4096,
             tokens: Vec::new(),
             end_bias: 2.0,
+            delay: std::time::Duration::ZERO,
         }
     }
 
@@ -106,6 +109,13 @@ impl TinyModel {
     /// The same model with the end-of-generation logit raised by `bias`.
     pub fn with_end_bias(mut self, bias: f32) -> TinyModel {
         self.end_bias = bias;
+        self
+    }
+
+    /// The same model taking `delay` for each forward pass, as a real model takes time
+    /// (for tests of queues, time limits and cancellation).
+    pub fn with_delay(mut self, delay: std::time::Duration) -> TinyModel {
+        self.delay = delay;
         self
     }
 
@@ -185,6 +195,9 @@ impl Model for TinyModel {
         }
         self.tokens.extend_from_slice(tokens);
         self.compute_logits();
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
         Ok(())
     }
 

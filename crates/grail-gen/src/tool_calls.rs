@@ -91,7 +91,7 @@ pub fn run_tool_task(
     } else {
         None
     };
-    let mut messages = with_tools_prompt(task);
+    let mut messages = messages_with_tools(task.registry, task.options, task.messages);
     let mut attempts = Vec::new();
     for attempt in 0..task.max_attempts.max(1) {
         let prompt = chat_prompt(model, &messages)?;
@@ -142,11 +142,15 @@ pub fn run_tool_task(
     })
 }
 
-/// The conversation with the tools' system prompt first (joined to an existing system
-/// message).
-fn with_tools_prompt(task: &ToolTask<'_>) -> Vec<Message> {
-    let mut messages = task.messages.to_vec();
-    let Some(tools) = tools_system_prompt(task.registry, task.options) else {
+/// `messages` with the tools' system prompt first (joined to the conversation's own
+/// system message when it has one); unchanged when no tool may be called.
+pub fn messages_with_tools(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    messages: &[Message],
+) -> Vec<Message> {
+    let mut messages = messages.to_vec();
+    let Some(tools) = tools_system_prompt(registry, options) else {
         return messages;
     };
     match messages.first_mut() {

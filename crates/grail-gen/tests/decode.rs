@@ -77,6 +77,7 @@ fn check_outputs(name: &str, grammar: &CompiledGrammar) {
                     );
                 }
                 Finish::Truncated => assert!(!matches(grammar, &generation.bytes)),
+                Finish::Interrupted => panic!("{name}: interrupted without an observer"),
             }
         }
     }
@@ -211,6 +212,32 @@ fn a_token_limit_mid_grammar_is_truncation() {
     assert_eq!(generation.finish, Finish::Truncated);
     assert_eq!(generation.text(), "aaaaa");
     assert_eq!(generation.tokens.len(), 5);
+}
+
+#[test]
+fn the_observer_sees_every_token_and_can_end_the_output() {
+    let grammar = CompiledGrammar::from_gbnf(r#"root ::= "a"{20}"#).unwrap();
+    let mut model = TinyModel::ascii_only(1);
+    let prompt = model.tokenize("x").unwrap();
+    let mut seen = Vec::new();
+    let generation = grail_gen::decode_observed(
+        &mut model,
+        &prompt,
+        Some(&grammar),
+        &DecodeOptions::default(),
+        &mut |bytes| {
+            seen.extend_from_slice(bytes);
+            if seen.len() >= 3 {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(generation.finish, Finish::Interrupted);
+    assert_eq!(generation.bytes, seen);
+    assert!(generation.text().starts_with("aaa"));
 }
 
 #[test]

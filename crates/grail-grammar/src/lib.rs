@@ -18,6 +18,7 @@ pub mod analysis;
 pub mod builder;
 pub mod charset;
 pub mod check;
+pub mod compose;
 pub mod finding;
 pub mod graph;
 pub mod ir;

@@ -1,0 +1,198 @@
+//! `grail serve`: the OpenAI-compatible server (crate `grail-server`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use grail_server::{
+    AppState, Backend, EmbeddedBackend, PlanSettings, RemoteBackend, RemoteKind, ServerSettings,
+};
+use grail_tools::WireFormat;
+
+use crate::generate::{DEFAULT_CONTEXT, DEFAULT_REPEAT_PENALTY, ensure_default_model, load_model};
+
+/// Arguments of `grail serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen (loopback by default; another address should come with --api-key).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// What writes the answers: `embedded` (a model in this process), `llama-server=URL`
+    /// (a llama-server, sent Grail's grammars), or `openai=URL` (an OpenAI-compatible
+    /// server that takes a grammar in `structured_outputs`, as vLLM does).
+    #[arg(long, default_value = "embedded")]
+    backend: String,
+    /// The GGUF model of the embedded backend (default: the embedded SmolLM2, fetched
+    /// once); with a remote backend, the model name sent upstream.
+    #[arg(long)]
+    model: Option<String>,
+    /// Requests must send `Authorization: Bearer KEY`.
+    #[arg(long, env = "GRAIL_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// The key sent to a remote backend.
+    #[arg(long, env = "GRAIL_BACKEND_API_KEY", hide_env_values = true)]
+    backend_api_key: Option<String>,
+    /// The embedded model's context, in tokens (prompt and answer together).
+    #[arg(long, default_value_t = DEFAULT_CONTEXT)]
+    context: u32,
+    /// The wire format the model writes tool calls in (the server turns them into
+    /// OpenAI `tool_calls`).
+    #[arg(long, default_value = "openai", value_parser = wire_format)]
+    wire: WireFormat,
+    /// `max_tokens` when a request gives none.
+    #[arg(long, default_value_t = 512)]
+    default_max_tokens: usize,
+    /// The most `max_tokens` a request may ask for.
+    #[arg(long, default_value_t = 4096)]
+    max_tokens_limit: usize,
+    /// The temperature when a request gives none (0: greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// The repeat penalty (1.0: off; see `grail generate --help`).
+    #[arg(long, default_value_t = DEFAULT_REPEAT_PENALTY)]
+    repeat_penalty: f32,
+    /// Attempts per answer when the validator refuses one (the first included).
+    #[arg(long, default_value_t = 3)]
+    max_attempts: usize,
+    /// The largest request body, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// The longest a request may take, in seconds, queueing included.
+    #[arg(long, default_value_t = 300)]
+    request_timeout: u64,
+    /// The most requests waiting for the embedded model (more: HTTP 503).
+    #[arg(long, default_value_t = 64)]
+    queue: usize,
+    /// No request log lines on standard error.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn wire_format(label: &str) -> Result<WireFormat, String> {
+    WireFormat::from_label(label).ok_or_else(|| {
+        format!(
+            "unknown wire format `{label}`; use one of {}",
+            WireFormat::ALL.map(WireFormat::label).join(", ")
+        )
+    })
+}
+
+/// Runs `grail serve`.
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.max_attempts == 0 {
+        bail!("--max-attempts must be at least 1");
+    }
+    if args.default_max_tokens == 0 || args.default_max_tokens > args.max_tokens_limit {
+        bail!("--default-max-tokens must be between 1 and --max-tokens-limit");
+    }
+    if !args.addr.ip().is_loopback() && args.api_key.is_none() {
+        eprintln!(
+            "warning: listening on {} without an API key: anyone who can reach it can use the model (set --api-key or GRAIL_API_KEY)",
+            args.addr
+        );
+    }
+    let timeout = Duration::from_secs(args.request_timeout.max(1));
+    let backend: Arc<dyn Backend> = match args.backend.split_once('=') {
+        None if args.backend == "embedded" => {
+            let path = match &args.model {
+                Some(path) => PathBuf::from(path),
+                None => ensure_default_model()?,
+            };
+            let id = path.file_stem().map_or_else(
+                || "model".to_string(),
+                |stem| stem.to_string_lossy().into_owned(),
+            );
+            let context = args.context;
+            let load =
+                Box::new(move || load_model(&path, context).map_err(|error| format!("{error:#}")));
+            Arc::new(EmbeddedBackend::start(id, load, args.queue))
+        }
+        Some(("llama-server", url)) => Arc::new(RemoteBackend::new(
+            RemoteKind::LlamaServer,
+            url,
+            args.model.clone(),
+            args.backend_api_key.clone(),
+            timeout,
+        )),
+        Some(("openai", url)) => Arc::new(RemoteBackend::new(
+            RemoteKind::OpenAiCompatible,
+            url,
+            args.model.clone(),
+            args.backend_api_key.clone(),
+            timeout,
+        )),
+        _ => bail!(
+            "--backend `{}` is unknown; use embedded, llama-server=URL or openai=URL",
+            args.backend
+        ),
+    };
+    let settings = ServerSettings {
+        api_key: args.api_key.clone(),
+        max_body_bytes: args.max_body_bytes,
+        request_timeout: timeout,
+        max_attempts: args.max_attempts,
+        log_requests: !args.quiet,
+        plan: PlanSettings {
+            wire: args.wire,
+            default_max_tokens: args.default_max_tokens,
+            max_tokens_limit: args.max_tokens_limit,
+            default_temperature: args.temperature,
+            repeat_penalty: args.repeat_penalty,
+            ..PlanSettings::default()
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        let address = listener.local_addr()?;
+        eprintln!(
+            "grail serve: listening on http://{address} (backend: {}, model: {}); GET /health answers 200 once the model is ready",
+            args.backend,
+            backend.model_id()
+        );
+        let state = AppState::new(backend.clone(), settings);
+        let watcher = backend.clone();
+        tokio::spawn(async move {
+            while !watcher.ready() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            eprintln!("grail serve: ready");
+        });
+        grail_server::serve(listener, state, shutdown_signal()).await?;
+        eprintln!("grail serve: stopped (in-flight requests finished)");
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    eprintln!("grail serve: shutting down; new requests are refused, in-flight ones finish");
+}

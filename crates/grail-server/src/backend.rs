@@ -1,0 +1,97 @@
+//! What writes the text: one trait over the embedded model and remote servers.
+//!
+//! A backend is given the conversation (the tools' system prompt already in it), the
+//! grammar (compiled, and as GBNF for servers that take one), the sampling settings and
+//! a token limit, and writes one answer, showing each piece of text to an observer as it
+//! comes (which may stop it). It runs on a blocking thread. Whatever it returns is
+//! checked by the server against the grammar and the schemas: a remote server that
+//! ignores the grammar is caught, never passed through.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use grail_engine::CompiledGrammar;
+use grail_gen::{Message, SamplingParams};
+
+/// The grammar of one request.
+#[derive(Debug, Clone)]
+pub struct RequestGrammar {
+    /// Compiled for Grail's engine.
+    pub compiled: Arc<CompiledGrammar>,
+    /// As GBNF (what llama-server and vLLM are sent).
+    pub gbnf: Arc<str>,
+}
+
+/// One answer to write.
+#[derive(Debug, Clone)]
+pub struct Generate {
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// The grammar the answer must match, if any.
+    pub grammar: Option<RequestGrammar>,
+    /// The most tokens to write.
+    pub max_tokens: usize,
+    /// How tokens are chosen.
+    pub sampling: SamplingParams,
+}
+
+/// Why a backend's answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The model ended it (or the grammar allowed nothing more).
+    Stop,
+    /// The token limit.
+    Length,
+    /// The observer stopped it.
+    Interrupted,
+}
+
+/// A backend's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// The text.
+    pub text: String,
+    /// Why it ended.
+    pub ending: Ending,
+    /// Tokens of the prompt.
+    pub prompt_tokens: usize,
+    /// Tokens written.
+    pub completion_tokens: usize,
+}
+
+/// Why a backend could not answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BackendError {
+    /// The request cannot be served as it is (a prompt over the context, say): HTTP 400.
+    #[error("{0}")]
+    Request(String),
+    /// The backend cannot be reached: HTTP 502.
+    #[error("the backend cannot be reached: {0}")]
+    Unreachable(String),
+    /// The backend answered with an error or nonsense: HTTP 502.
+    #[error("the backend failed: {0}")]
+    Failed(String),
+    /// The backend took too long: HTTP 504.
+    #[error("the backend did not answer in time: {0}")]
+    Timeout(String),
+    /// The server is shutting down or overloaded: HTTP 503.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Something that writes answers.
+pub trait Backend: Send + Sync + 'static {
+    /// The model's id, for `GET /v1/models` and the answers' `model` field.
+    fn model_id(&self) -> String;
+
+    /// Whether the backend is ready (`/health` answers 503 until it is).
+    fn ready(&self) -> bool;
+
+    /// Writes one answer, showing each piece of text to `observer` as it comes; an
+    /// observer that answers `Break` ends it ([`Ending::Interrupted`]).
+    fn generate(
+        &self,
+        request: &Generate,
+        observer: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Written, BackendError>;
+}

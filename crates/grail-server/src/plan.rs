@@ -1,0 +1,750 @@
+//! From a chat request to a plan: the conversation the model reads, the one grammar that
+//! holds every constraint of the request at once, and how the answer is checked.
+//!
+//! - `tools` (with `tool_choice` and `parallel_tool_calls`) become grail-tools' tool-call
+//!   grammar in the server's wire format, and the tools' system prompt.
+//! - `response_format` (`json_object`, `json_schema`) or `grammar` (GBNF) constrain the
+//!   answer's text. With tools and `tool_choice: auto`, the answer is a call *or* text
+//!   of that constraint (the union of both grammars). Both `response_format` and
+//!   `grammar` in one request is refused: two grammars over one text cannot be
+//!   intersected in general.
+//! - Every refusal names the request field (a refused schema: its tool, JSON pointer
+//!   and keyword).
+
+use std::sync::Arc;
+
+use grail_engine::{CompileOptions, CompiledGrammar};
+use grail_gen::{Message, SamplingParams, messages_with_tools};
+use grail_grammar::{CheckOptions, Grammar, compose, print_grammar};
+use grail_schema::{Mode, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
+use grail_tools::{
+    CallOptions, ToolChoice, ToolRegistry, ToolsError, WireFormat, tool_call_grammar,
+};
+use serde_json::{Value, json};
+
+use crate::api::{ChatMessage, ChatRequest};
+use crate::backend::RequestGrammar;
+use crate::error::ApiError;
+
+/// Server-wide settings that shape every plan.
+#[derive(Debug, Clone)]
+pub struct PlanSettings {
+    /// The wire format the model writes tool calls in.
+    pub wire: WireFormat,
+    /// `max_tokens` when a request gives none.
+    pub default_max_tokens: usize,
+    /// The most `max_tokens` a request may ask for.
+    pub max_tokens_limit: usize,
+    /// The temperature when a request gives none (0: greedy).
+    pub default_temperature: f32,
+    /// The repeat penalty (1.0: off).
+    pub repeat_penalty: f32,
+    /// The most calls in one answer with `parallel_tool_calls: true`.
+    pub max_parallel_calls: u32,
+}
+
+impl Default for PlanSettings {
+    fn default() -> PlanSettings {
+        PlanSettings {
+            wire: WireFormat::OpenAi,
+            default_max_tokens: 512,
+            max_tokens_limit: 4096,
+            default_temperature: 0.0,
+            repeat_penalty: 1.0,
+            max_parallel_calls: 8,
+        }
+    }
+}
+
+/// How the answer is read and checked.
+#[derive(Debug, Clone)]
+pub enum AnswerKind {
+    /// Text (maybe JSON).
+    Text(TextCheck),
+    /// Tool calls, or (with `auto`) text.
+    Tools {
+        /// The tools offered.
+        registry: Arc<ToolRegistry>,
+        /// How calls are written and read.
+        options: Box<CallOptions>,
+        /// What text instead of a call must meet (with `auto`).
+        text: TextCheck,
+    },
+}
+
+/// What an answer's text must meet beyond its grammar.
+#[derive(Debug, Clone, Default)]
+pub struct TextCheck {
+    /// The text is JSON valid against this schema (`response_format`).
+    pub schema: Option<Arc<Value>>,
+    /// The grammar may allow what the schema does not (a lenient conversion): the text is
+    /// held back until it is checked, and a failed check is retried.
+    pub may_fail: bool,
+}
+
+/// Everything needed to answer one request.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The conversation as the model reads it.
+    pub messages: Vec<Message>,
+    /// The grammar of the whole answer.
+    pub grammar: Option<RequestGrammar>,
+    /// How the answer is checked.
+    pub answer: AnswerKind,
+    /// The most tokens to write.
+    pub max_tokens: usize,
+    /// How tokens are chosen.
+    pub sampling: SamplingParams,
+    /// Stop sequences (applied to unconstrained answers: see docs/server.md).
+    pub stops: Vec<String>,
+    /// Server-sent events.
+    pub stream: bool,
+    /// A last chunk with the usage.
+    pub include_usage: bool,
+    /// Warnings to log (a lenient schema's weakened keywords).
+    pub warnings: Vec<String>,
+}
+
+/// Builds the plan of `request` (a 400 error naming the field when it cannot be served).
+pub fn plan(request: ChatRequest, settings: &PlanSettings) -> Result<Plan, ApiError> {
+    refuse_unsupported(&request)?;
+    let max_tokens = match request.max_completion_tokens.or(request.max_tokens) {
+        None => settings.default_max_tokens,
+        Some(0) => {
+            return Err(ApiError::invalid(
+                "invalid_value",
+                Some("max_tokens"),
+                "max_tokens must be at least 1",
+            ));
+        }
+        Some(asked) if asked as usize > settings.max_tokens_limit => {
+            return Err(ApiError::invalid(
+                "invalid_value",
+                Some("max_tokens"),
+                format!(
+                    "max_tokens is {asked}, over this server's limit of {} (grail serve --max-tokens-limit)",
+                    settings.max_tokens_limit
+                ),
+            ));
+        }
+        Some(asked) => asked as usize,
+    };
+    let sampling = sampling(&request, settings)?;
+    let stops = stops(request.stop.as_ref())?;
+    let mut warnings = Vec::new();
+
+    let text_grammar = text_constraint(&request, &mut warnings)?;
+    let (text_grammar, text_check) = match text_grammar {
+        Some((grammar, check)) => (Some(grammar), check),
+        None => (None, TextCheck::default()),
+    };
+    let tools = match &request.tools {
+        Some(tools) if !tools.is_empty() => Some(registry(tools)?),
+        _ => None,
+    };
+    let choice = tool_choice(request.tool_choice.as_ref(), tools.as_ref())?;
+    let messages = conversation(&request.messages, settings.wire)?;
+
+    let (grammar, answer, messages) = match (tools, choice) {
+        (Some(registry), choice) if choice != ToolChoice::None => {
+            let options = CallOptions {
+                wire: settings.wire,
+                choice: choice.clone(),
+                max_calls: match request.parallel_tool_calls {
+                    Some(true) => Some(settings.max_parallel_calls),
+                    _ => Some(1),
+                },
+                ..CallOptions::default()
+            };
+            // With `auto` and a text constraint, calls and constrained text are the union.
+            let calls_options = match (&choice, &text_grammar) {
+                (ToolChoice::Auto, Some(_)) => CallOptions {
+                    choice: ToolChoice::Required,
+                    ..options.clone()
+                },
+                _ => options.clone(),
+            };
+            let calls = tool_call_grammar(&registry, &calls_options).map_err(tools_error)?;
+            for (tool, diagnostic) in &calls.diagnostics {
+                warnings.push(format!("tool `{tool}`: {}", diagnostic.message));
+            }
+            let grammar = match (&choice, text_grammar) {
+                (ToolChoice::Auto, Some(text)) => compose::union(&calls.grammar, &text, "root"),
+                _ => calls.grammar,
+            };
+            let messages = messages_with_tools(&registry, &options, &messages);
+            let answer = AnswerKind::Tools {
+                registry: Arc::new(registry),
+                options: Box::new(options),
+                text: text_check.clone(),
+            };
+            (Some(grammar), answer, messages)
+        }
+        _ => {
+            let messages = match &text_check.schema {
+                Some(schema) => with_schema_prompt(messages, schema),
+                None => messages,
+            };
+            (text_grammar, AnswerKind::Text(text_check), messages)
+        }
+    };
+    let grammar = grammar.map(compile).transpose()?;
+    Ok(Plan {
+        messages,
+        grammar,
+        answer,
+        max_tokens,
+        sampling,
+        stops,
+        stream: request.stream.unwrap_or(false),
+        include_usage: request
+            .stream_options
+            .as_ref()
+            .is_some_and(|options| options.include_usage),
+        warnings,
+    })
+}
+
+/// Fields OpenAI defines that Grail serves only at their default.
+fn refuse_unsupported(request: &ChatRequest) -> Result<(), ApiError> {
+    let refuse = |param: &str, message: &str| {
+        Err(ApiError::invalid(
+            "unsupported_parameter",
+            Some(param),
+            message.to_string(),
+        ))
+    };
+    if request.n.is_some_and(|n| n != 1) {
+        return refuse("n", "only one choice is written per request (n: 1)");
+    }
+    if request.logprobs == Some(true) || request.top_logprobs.is_some_and(|n| n > 0) {
+        return refuse(
+            "logprobs",
+            "log-probabilities are not returned by this server",
+        );
+    }
+    if request
+        .frequency_penalty
+        .is_some_and(|penalty| penalty != 0.0)
+    {
+        return refuse(
+            "frequency_penalty",
+            "only 0 is supported; the server applies its own repeat penalty (grail serve --repeat-penalty)",
+        );
+    }
+    if request
+        .presence_penalty
+        .is_some_and(|penalty| penalty != 0.0)
+    {
+        return refuse(
+            "presence_penalty",
+            "only 0 is supported; the server applies its own repeat penalty (grail serve --repeat-penalty)",
+        );
+    }
+    if request
+        .logit_bias
+        .as_ref()
+        .is_some_and(|bias| bias.as_object().is_none_or(|bias| !bias.is_empty()))
+    {
+        return refuse(
+            "logit_bias",
+            "token biases are not supported; constrain the answer with a grammar instead",
+        );
+    }
+    if request.messages.is_empty() {
+        return refuse("messages", "messages must hold at least one message");
+    }
+    Ok(())
+}
+
+fn sampling(request: &ChatRequest, settings: &PlanSettings) -> Result<SamplingParams, ApiError> {
+    let temperature = request.temperature.unwrap_or(settings.default_temperature);
+    if !(0.0..=2.0).contains(&temperature) {
+        return Err(ApiError::invalid(
+            "invalid_value",
+            Some("temperature"),
+            "temperature must be between 0 and 2",
+        ));
+    }
+    let top_p = request.top_p.unwrap_or(1.0);
+    if !(top_p > 0.0 && top_p <= 1.0) {
+        return Err(ApiError::invalid(
+            "invalid_value",
+            Some("top_p"),
+            "top_p must be above 0 and at most 1",
+        ));
+    }
+    Ok(SamplingParams {
+        temperature,
+        top_p,
+        seed: request.seed.unwrap_or(0),
+        repeat_penalty: settings.repeat_penalty,
+        ..SamplingParams::default()
+    })
+}
+
+fn stops(stop: Option<&Value>) -> Result<Vec<String>, ApiError> {
+    let invalid = || {
+        ApiError::invalid(
+            "invalid_value",
+            Some("stop"),
+            "stop must be a string or a list of at most 4 strings",
+        )
+    };
+    match stop {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(stop)) => Ok(vec![stop.clone()]),
+        Some(Value::Array(stops)) if stops.len() <= 4 => stops
+            .iter()
+            .map(|stop| stop.as_str().map(str::to_string).ok_or_else(invalid))
+            .collect(),
+        Some(_) => Err(invalid()),
+    }
+}
+
+/// The grammar of the answer's text from `response_format` or `grammar`.
+fn text_constraint(
+    request: &ChatRequest,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(Grammar, TextCheck)>, ApiError> {
+    let format = request
+        .response_format
+        .as_ref()
+        .filter(|format| format.get("type").and_then(Value::as_str) != Some("text"));
+    match (format, &request.grammar) {
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "conflicting_constraints",
+            Some("grammar"),
+            "response_format and grammar both constrain the answer's text, and two grammars over one text cannot be combined in general; send one of them (a JSON Schema can be written as GBNF with `grail schema`)",
+        )),
+        (None, Some(gbnf)) => Ok(Some((gbnf_grammar(gbnf)?, TextCheck::default()))),
+        (Some(format), None) => response_format(format, warnings).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+fn gbnf_grammar(source: &str) -> Result<Grammar, ApiError> {
+    let report = grail_grammar::check(source, &CheckOptions::default());
+    match report.grammar {
+        Some(grammar) if report.is_ok() => Ok(grammar),
+        _ => {
+            let errors: Vec<Value> = report
+                .diagnostics
+                .iter()
+                .filter(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
+                .map(|diagnostic| {
+                    let (line, column) = line_column(source, diagnostic.span.start as usize);
+                    json!({
+                        "code": diagnostic.code,
+                        "message": diagnostic.message,
+                        "line": line,
+                        "column": column,
+                        "help": diagnostic.help,
+                    })
+                })
+                .collect();
+            let first = errors
+                .first()
+                .map(|error| {
+                    format!(
+                        "line {}, column {}: {}",
+                        error["line"],
+                        error["column"],
+                        error["message"].as_str().unwrap_or("")
+                    )
+                })
+                .unwrap_or_else(|| "the grammar is invalid".into());
+            Err(ApiError::invalid(
+                "grammar_invalid",
+                Some("grammar"),
+                format!("the grammar is invalid: {first} (check it with `grail check`)"),
+            )
+            .with_details(json!({ "diagnostics": errors })))
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset`.
+fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map_or(0, |tail| tail.chars().count())
+        + 1;
+    (line, column)
+}
+
+fn response_format(
+    format: &Value,
+    warnings: &mut Vec<String>,
+) -> Result<(Grammar, TextCheck), ApiError> {
+    let param = Some("response_format");
+    match format.get("type").and_then(Value::as_str) {
+        Some("json_object") => {
+            let schema = json!({"type": "object"});
+            let grammar = convert_schema(
+                &schema,
+                &SchemaOptions::default(),
+                "response_format",
+                warnings,
+            )?;
+            Ok((
+                grammar,
+                TextCheck {
+                    schema: Some(Arc::new(schema)),
+                    may_fail: false,
+                },
+            ))
+        }
+        Some("json_schema") => {
+            let Some(spec) = format.get("json_schema").and_then(Value::as_object) else {
+                return Err(ApiError::invalid(
+                    "invalid_value",
+                    Some("response_format.json_schema"),
+                    "json_schema must be an object with a `schema`",
+                ));
+            };
+            let Some(schema) = spec.get("schema") else {
+                return Err(ApiError::invalid(
+                    "invalid_value",
+                    Some("response_format.json_schema.schema"),
+                    "json_schema has no `schema`",
+                ));
+            };
+            // `strict: false` asks for best effort: keywords Grail cannot enforce are
+            // weakened in the grammar, and the answer is checked against the schema.
+            let strict = spec.get("strict").and_then(Value::as_bool).unwrap_or(true);
+            let options = SchemaOptions {
+                mode: if strict { Mode::Strict } else { Mode::Lenient },
+                ..SchemaOptions::default()
+            };
+            let grammar = convert_schema(
+                schema,
+                &options,
+                "response_format.json_schema.schema",
+                warnings,
+            )?;
+            Ok((
+                grammar,
+                TextCheck {
+                    schema: Some(Arc::new(schema.clone())),
+                    may_fail: !strict,
+                },
+            ))
+        }
+        Some(other) => Err(ApiError::invalid(
+            "invalid_value",
+            param,
+            format!(
+                "response_format type `{other}` is unknown; use text, json_object or json_schema"
+            ),
+        )),
+        None => Err(ApiError::invalid(
+            "invalid_value",
+            param,
+            "response_format needs a `type`",
+        )),
+    }
+}
+
+fn convert_schema(
+    schema: &Value,
+    options: &SchemaOptions,
+    param: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Grammar, ApiError> {
+    match grail_schema::schema_to_grammar(schema, options) {
+        Ok(converted) => {
+            warnings.extend(
+                converted
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.severity == Severity::Warning)
+                    .map(|d| format!("{param}: {}", d.message)),
+            );
+            Ok(converted.grammar)
+        }
+        Err(SchemaError::Refused { diagnostics }) => {
+            let errors: Vec<&SchemaDiagnostic> = diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .collect();
+            let first = errors
+                .first()
+                .map(|d| describe_schema_diagnostic(None, d))
+                .unwrap_or_else(|| "the schema was refused".into());
+            Err(ApiError::invalid("schema_refused", Some(param), format!("{first}; send `strict: false` to weaken what cannot be enforced"))
+                .with_details(json!({ "diagnostics": errors.iter().map(|d| schema_diagnostic_json(None, d)).collect::<Vec<_>>() })))
+        }
+        Err(other) => Err(ApiError::invalid(
+            "schema_refused",
+            Some(param),
+            other.to_string(),
+        )),
+    }
+}
+
+fn describe_schema_diagnostic(tool: Option<&str>, diagnostic: &SchemaDiagnostic) -> String {
+    let place = match (tool, diagnostic.pointer.is_empty()) {
+        (Some(tool), true) => format!("tool `{tool}`, at the root of its parameters"),
+        (Some(tool), false) => format!("tool `{tool}`, at {}", diagnostic.pointer),
+        (None, true) => "at the schema's root".to_string(),
+        (None, false) => format!("at {}", diagnostic.pointer),
+    };
+    format!("{place}: {}", diagnostic.message)
+}
+
+fn schema_diagnostic_json(tool: Option<&str>, diagnostic: &SchemaDiagnostic) -> Value {
+    json!({
+        "tool": tool,
+        "pointer": diagnostic.pointer,
+        "keyword": diagnostic.keyword,
+        "code": diagnostic.code,
+        "message": diagnostic.message,
+        "help": diagnostic.help,
+    })
+}
+
+fn registry(tools: &[Value]) -> Result<ToolRegistry, ApiError> {
+    ToolRegistry::from_value(&Value::Array(tools.to_vec()))
+        .map_err(|error| ApiError::invalid("tools_invalid", Some("tools"), error.to_string()))
+}
+
+fn tools_error(error: ToolsError) -> ApiError {
+    match error {
+        ToolsError::SchemaRefused { refusals } => {
+            let first = refusals
+                .first()
+                .map(|(tool, diagnostic)| describe_schema_diagnostic(Some(tool), diagnostic))
+                .unwrap_or_else(|| "a tool's parameters were refused".into());
+            ApiError::invalid("schema_refused", Some("tools"), format!("{first}; simplify that schema, or leave the keyword out"))
+                .with_details(json!({
+                    "diagnostics": refusals.iter().map(|(tool, d)| schema_diagnostic_json(Some(tool), d)).collect::<Vec<_>>()
+                }))
+        }
+        other => ApiError::invalid("tools_invalid", Some("tools"), other.to_string()),
+    }
+}
+
+fn tool_choice(
+    choice: Option<&Value>,
+    tools: Option<&ToolRegistry>,
+) -> Result<ToolChoice, ApiError> {
+    let param = Some("tool_choice");
+    let choice = match choice {
+        None | Some(Value::Null) => ToolChoice::Auto,
+        Some(Value::String(text)) => match text.as_str() {
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            other => {
+                return Err(ApiError::invalid(
+                    "invalid_value",
+                    param,
+                    format!(
+                        "tool_choice `{other}` is unknown; use auto, required, none or {{\"type\": \"function\", \"function\": {{\"name\": …}}}}"
+                    ),
+                ));
+            }
+        },
+        Some(object) => match object.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => ToolChoice::Named(name.to_string()),
+            None => {
+                return Err(ApiError::invalid(
+                    "invalid_value",
+                    param,
+                    "tool_choice as an object must be {\"type\": \"function\", \"function\": {\"name\": …}}",
+                ));
+            }
+        },
+    };
+    match (&choice, tools) {
+        (ToolChoice::Required | ToolChoice::Named(_), None) => Err(ApiError::invalid(
+            "invalid_value",
+            param,
+            "tool_choice asks for a call, but the request has no tools",
+        )),
+        (ToolChoice::Named(name), Some(tools)) if tools.get(name).is_none() => {
+            Err(ApiError::invalid(
+                "invalid_value",
+                param,
+                format!(
+                    "tool_choice names `{name}`, which is not among the tools ({})",
+                    tools
+                        .tools
+                        .iter()
+                        .map(|tool| tool.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ))
+        }
+        _ => Ok(choice),
+    }
+}
+
+/// The conversation as chat-template messages: `developer` is `system`; an assistant's
+/// earlier calls are written in the wire format the model writes; a tool's result is a
+/// user message naming the tool (every chat template reads `user`, few read `tool`).
+fn conversation(messages: &[ChatMessage], wire: WireFormat) -> Result<Vec<Message>, ApiError> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut call_names: Vec<(String, String)> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let param = format!("messages[{index}]");
+        let text = content_text(message.content.as_ref(), &param)?;
+        match message.role.as_str() {
+            "system" | "developer" => out.push(Message::new("system", text)),
+            "user" => out.push(Message::new("user", text)),
+            "assistant" => {
+                let mut parts = Vec::new();
+                if !text.is_empty() {
+                    parts.push(text);
+                } else if let Some(refusal) = &message.refusal {
+                    parts.push(refusal.clone());
+                }
+                if let Some(calls) = &message.tool_calls {
+                    parts.push(written_calls(calls, wire, &param, &mut call_names)?);
+                }
+                out.push(Message::new("assistant", parts.join("\n")));
+            }
+            "tool" => {
+                let name = message
+                    .tool_call_id
+                    .as_ref()
+                    .and_then(|id| call_names.iter().find(|(call, _)| call == id))
+                    .map(|(_, name)| name.clone());
+                let label = match name {
+                    Some(name) => format!("Result of the tool call `{name}`"),
+                    None => "Result of the tool call".to_string(),
+                };
+                out.push(Message::new("user", format!("{label}:\n{text}")));
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    "invalid_value",
+                    Some(&format!("{param}.role")),
+                    format!(
+                        "role `{other}` is unknown; use system, developer, user, assistant or tool"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn content_text(content: Option<&Value>, param: &str) -> Result<String, ApiError> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for part in parts {
+                match (
+                    part.get("type").and_then(Value::as_str),
+                    part.get("text").and_then(Value::as_str),
+                ) {
+                    (Some("text"), Some(piece)) => text.push_str(piece),
+                    (kind, _) => {
+                        return Err(ApiError::invalid(
+                            "unsupported_content",
+                            Some(&format!("{param}.content")),
+                            format!(
+                                "content parts of type {} are not supported; send text",
+                                kind.unwrap_or("(none)")
+                            ),
+                        ));
+                    }
+                }
+            }
+            Ok(text)
+        }
+        Some(_) => Err(ApiError::invalid(
+            "invalid_value",
+            Some(&format!("{param}.content")),
+            "content must be a string or a list of text parts",
+        )),
+    }
+}
+
+/// An assistant's earlier calls as the model would have written them.
+fn written_calls(
+    calls: &[Value],
+    wire: WireFormat,
+    param: &str,
+    names: &mut Vec<(String, String)>,
+) -> Result<String, ApiError> {
+    let mut written = Vec::new();
+    for (index, call) in calls.iter().enumerate() {
+        let invalid = || {
+            ApiError::invalid(
+                "invalid_value",
+                Some(&format!("{param}.tool_calls[{index}]")),
+                "a tool call needs function.name and function.arguments (a JSON text)",
+            )
+        };
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .ok_or_else(invalid)?;
+        let arguments = match call.pointer("/function/arguments") {
+            Some(Value::String(text)) => {
+                serde_json::from_str::<Value>(text).map_err(|_| invalid())?
+            }
+            Some(Value::Object(object)) => Value::Object(object.clone()),
+            _ => return Err(invalid()),
+        };
+        if let Some(id) = call.get("id").and_then(Value::as_str) {
+            names.push((id.to_string(), name.to_string()));
+        }
+        let mut object = serde_json::Map::new();
+        object.insert(wire.name_key().into(), Value::String(name.into()));
+        object.insert(wire.arguments_key().into(), arguments);
+        written.push(Value::Object(object));
+    }
+    let one = |value: &Value| serde_json::to_string(value).expect("JSON");
+    Ok(match wire {
+        WireFormat::Hermes => written
+            .iter()
+            .map(|call| format!("<tool_call>\n{}\n</tool_call>", one(call)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        WireFormat::Mistral => format!("[TOOL_CALLS]{}", one(&Value::Array(written))),
+        _ if written.len() == 1 => one(&written[0]),
+        _ => one(&Value::Array(written)),
+    })
+}
+
+/// The conversation with a system note giving the answer's schema (a small model cannot
+/// guess property names the grammar will insist on).
+fn with_schema_prompt(mut messages: Vec<Message>, schema: &Value) -> Vec<Message> {
+    let note = format!("Answer with JSON that follows this JSON Schema: {schema}");
+    match messages.first_mut() {
+        Some(first) if first.role == "system" => {
+            first.content = format!("{}\n\n{note}", first.content)
+        }
+        _ => messages.insert(0, Message::new("system", note)),
+    }
+    messages
+}
+
+fn compile(grammar: Grammar) -> Result<RequestGrammar, ApiError> {
+    let compiled =
+        CompiledGrammar::compile(&grammar, &CompileOptions::default()).map_err(|error| {
+            ApiError::invalid(
+                "grammar_too_large",
+                None,
+                format!("the request's grammar cannot be compiled: {error}"),
+            )
+        })?;
+    Ok(RequestGrammar {
+        compiled: Arc::new(compiled),
+        gbnf: print_grammar(&grammar).into(),
+    })
+}
