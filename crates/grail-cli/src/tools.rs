@@ -167,8 +167,10 @@ pub struct ToolsArgs {
     #[command(flatten)]
     pub call: CallArgs,
     /// Output: the grammar as GBNF (diagnostics on stderr), or one JSON object
-    /// `{"ok", "grammar", "tools_kept", "tools_filtered", "diagnostics"}` (with
-    /// --triggers also `grammar_lazy`, `grammar_triggers`, `preserved_tokens`).
+    /// `{"ok", "grammar", "system_prompt", "tools_kept", "tools_filtered", "diagnostics"}`
+    /// (with --triggers also `grammar_lazy`, `grammar_triggers`, `preserved_tokens`);
+    /// `system_prompt` is the tools' description with an example call each, as `grail
+    /// generate` and `grail serve` give the model (null when no tool may be called).
     #[arg(long, value_enum, default_value_t = ToolsFormat::Gbnf)]
     pub format: ToolsFormat,
     /// For `--choice auto`: the lazy form llama-server takes (the calls' grammar alone,
@@ -232,6 +234,7 @@ pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
                     let mut output = json!({
                         "ok": true,
                         "grammar": gbnf,
+                        "system_prompt": grail_gen::tool_prompt::tools_system_prompt(&registry, &options),
                         "tools_kept": grammar.tools,
                         "tools_filtered": filtered,
                         "diagnostics": grammar.diagnostics.iter().map(|(tool, diagnostic)| {
