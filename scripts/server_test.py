@@ -213,6 +213,18 @@ def test_embedded_only(client, server):
     check((message.tool_calls and all(call_is_valid(call, schemas) for call in message.tool_calls))
           or message.content in ("I need more details.", "Done."),
           f"tools with a grammar: a valid call or the grammar's text ({message.content!r})")
+    # An agent loop: the answer's message goes back into the conversation as the client
+    # returns it, with the tool's result, and the model answers again.
+    answer = client.chat.completions.create(model="m", messages=ask, tools=tools, tool_choice="required")
+    first = answer.choices[0].message
+    conversation = ask + [first, {"role": "tool", "tool_call_id": first.tool_calls[0].id,
+                                  "content": "# Grail\nGrammar-constrained generation."}]
+    answer = client.chat.completions.create(model="m", messages=conversation, tools=tools, tool_choice="auto",
+                                            max_tokens=120)
+    message = answer.choices[0].message
+    check(answer.choices[0].finish_reason in ("stop", "tool_calls", "length")
+          and all(call_is_valid(call, schemas) for call in message.tool_calls or []),
+          "an agent loop: the assistant's message and the tool's result go back, and the model answers")
     # Bad input: the client raises the server's 400 with the field named.
     for extra, param in [({"tool_choise": "auto"}, "tool_choise"), ({"grammar": "root ::= nothing"}, "grammar")]:
         try:

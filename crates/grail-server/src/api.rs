@@ -119,4 +119,13 @@ pub struct ChatMessage {
     /// A refusal (assistant messages; kept as their text).
     #[serde(default)]
     pub refusal: Option<String>,
+    /// OpenAI's deprecated single call (refused unless null: send `tool_calls`).
+    #[serde(default)]
+    pub function_call: Option<Value>,
+    /// Audio output of an earlier answer (ignored; clients echo it back as null).
+    #[serde(default)]
+    pub audio: Option<Value>,
+    /// Annotations of an earlier answer (ignored; clients echo them back).
+    #[serde(default)]
+    pub annotations: Option<Value>,
 }

@@ -597,6 +597,17 @@ fn conversation(messages: &[ChatMessage], wire: WireFormat) -> Result<Vec<Messag
     let mut call_names: Vec<(String, String)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         let param = format!("messages[{index}]");
+        if message
+            .function_call
+            .as_ref()
+            .is_some_and(|call| !call.is_null())
+        {
+            return Err(ApiError::invalid(
+                "unsupported_parameter",
+                Some(&format!("{param}.function_call")),
+                "function_call is OpenAI's deprecated form; send the call in tool_calls",
+            ));
+        }
         let text = content_text(message.content.as_ref(), &param)?;
         match message.role.as_str() {
             "system" | "developer" => out.push(Message::new("system", text)),

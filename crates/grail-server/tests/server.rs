@@ -427,6 +427,80 @@ fn bad_requests_get_openai_errors_naming_the_field() {
 }
 
 #[test]
+fn a_refused_answer_goes_back_with_feedback_until_the_cap() {
+    // `strict: false` weakens `uniqueItems` in the grammar; the answer is still checked
+    // against the schema. No array of two equal-by-force items is unique: every attempt
+    // is refused, the feedback goes back, and the request fails after three.
+    let backend = tiny_backend(8);
+    let recorder = Arc::new(RecordingRequests {
+        inner: backend.clone(),
+        requests: Mutex::new(Vec::new()),
+    });
+    let server = TestServer::start(recorder.clone(), quiet());
+    let schema = json!({"type": "array", "items": {"const": 1}, "minItems": 2, "maxItems": 2, "uniqueItems": true});
+    let (status, answer) = post(
+        &server,
+        &json!({"messages": user("x"),
+        "response_format": {"type": "json_schema", "json_schema": {"name": "pair", "schema": schema, "strict": false}}}),
+    );
+    assert_eq!(status, 500, "{answer}");
+    assert_eq!(answer["error"]["code"], "answer_invalid");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unique"),
+        "{answer}"
+    );
+    let requests = recorder.requests.lock().unwrap();
+    assert_eq!(requests.len(), 3);
+    let last = requests[2].last().unwrap();
+    assert_eq!(last.role, "user");
+    assert!(
+        last.content.starts_with("That answer is not valid"),
+        "{}",
+        last.content
+    );
+    // Strict (the default), the same schema is refused up front, naming the keyword.
+    let (status, answer) = post(
+        &server,
+        &json!({"messages": user("x"),
+        "response_format": {"type": "json_schema", "json_schema": {"name": "pair", "schema": schema}}}),
+    );
+    assert_eq!(
+        (
+            status,
+            answer["error"]["details"]["diagnostics"][0]["keyword"].as_str()
+        ),
+        (400, Some("uniqueItems")),
+        "{answer}"
+    );
+}
+
+/// A backend that remembers the conversation of every request.
+struct RecordingRequests {
+    inner: Arc<Recording>,
+    requests: Mutex<Vec<Vec<grail_gen::Message>>>,
+}
+
+impl Backend for RecordingRequests {
+    fn model_id(&self) -> String {
+        self.inner.model_id()
+    }
+    fn ready(&self) -> bool {
+        self.inner.ready()
+    }
+    fn generate(
+        &self,
+        request: &Generate,
+        observer: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
+    ) -> Result<Written, BackendError> {
+        self.requests.lock().unwrap().push(request.messages.clone());
+        self.inner.generate(request, observer)
+    }
+}
+
+#[test]
 fn a_ten_megabyte_body_is_refused_with_413() {
     let server = TestServer::start(tiny_backend(8), quiet());
     let body = format!(
