@@ -226,8 +226,7 @@ impl GrammarBuilder {
                 name: self.names[id.index()].clone(),
             });
         }
-        let rule_name = self.names[id.index()].clone();
-        let alternatives = self.alternatives(&rule_name, &body)?;
+        let alternatives = self.alternatives(id, body)?;
         self.bodies[id.index()] = Some(alternatives);
         Ok(())
     }
@@ -241,13 +240,14 @@ impl GrammarBuilder {
 
     /// The grammar of the rules reachable from the root, in declaration order.
     pub fn build(self) -> Result<Grammar, BuildError> {
-        let rules: Vec<Rule> = self
-            .names
-            .iter()
-            .zip(&self.bodies)
+        let GrammarBuilder { names, bodies, .. } = self;
+        let defined: Vec<bool> = bodies.iter().map(Option::is_some).collect();
+        let rules: Vec<Rule> = names
+            .into_iter()
+            .zip(bodies)
             .map(|(name, body)| Rule {
-                name: name.clone(),
-                alternatives: body.clone().unwrap_or_default(),
+                name,
+                alternatives: body.unwrap_or_default(),
                 span: Default::default(),
             })
             .collect();
@@ -260,9 +260,9 @@ impl GrammarBuilder {
         keep[0] = true;
         let mut queue = VecDeque::from([0u32]);
         while let Some(rule) = queue.pop_front() {
-            if self.bodies[rule as usize].is_none() {
+            if !defined[rule as usize] {
                 return Err(BuildError::RuleUndefined {
-                    name: self.names[rule as usize].clone(),
+                    name: all.rules[rule as usize].name.clone(),
                 });
             }
             for &next in &references[rule as usize] {
@@ -280,10 +280,13 @@ impl GrammarBuilder {
                 rules.push(rule);
             }
         }
-        for rule in &mut rules {
-            for sequence in &mut rule.alternatives {
-                for symbol in sequence {
-                    renumber(symbol, &new_ids);
+        // Ids only move when a rule was left out.
+        if rules.len() < new_ids.len() {
+            for rule in &mut rules {
+                for sequence in &mut rule.alternatives {
+                    for symbol in sequence {
+                        renumber(symbol, &new_ids);
+                    }
                 }
             }
         }
@@ -293,23 +296,30 @@ impl GrammarBuilder {
         })
     }
 
-    fn alternatives(&self, rule: &str, body: &Expr) -> Result<Vec<Sequence>, BuildError> {
+    fn alternatives(&self, rule: RuleId, body: Expr) -> Result<Vec<Sequence>, BuildError> {
         match body {
-            Expr::Choice(items) if !items.is_empty() => {
-                items.iter().map(|item| self.sequence(rule, item)).collect()
-            }
+            Expr::Choice(items) if !items.is_empty() => items
+                .into_iter()
+                .map(|item| self.sequence(rule, item))
+                .collect(),
             _ => Ok(vec![self.sequence(rule, body)?]),
         }
     }
 
-    fn sequence(&self, rule: &str, expr: &Expr) -> Result<Sequence, BuildError> {
+    fn sequence(&self, rule: RuleId, expr: Expr) -> Result<Sequence, BuildError> {
         match expr {
             Expr::Empty => Ok(Vec::new()),
             Expr::Literal(text) if text.is_empty() => Ok(Vec::new()),
             Expr::Sequence(items) => {
-                let mut symbols = Vec::new();
+                let mut symbols = Vec::with_capacity(items.len());
                 for item in items {
-                    symbols.extend(self.sequence(rule, item)?);
+                    match item {
+                        Expr::Sequence(_) | Expr::Empty => {
+                            symbols.extend(self.sequence(rule, item)?)
+                        }
+                        Expr::Literal(ref text) if text.is_empty() => {}
+                        other => symbols.push(self.symbol(rule, other)?),
+                    }
                 }
                 Ok(symbols)
             }
@@ -317,19 +327,19 @@ impl GrammarBuilder {
         }
     }
 
-    fn symbol(&self, rule: &str, expr: &Expr) -> Result<Symbol, BuildError> {
-        grail_syntax::stack::deep(|| {
+    fn symbol(&self, rule: RuleId, expr: Expr) -> Result<Symbol, BuildError> {
+        grail_syntax::stack::deep(move || {
             let kind = match expr {
-                Expr::Literal(text) => SymbolKind::Literal(text.clone()),
-                Expr::Chars(set) => SymbolKind::Chars(set.clone()),
+                Expr::Literal(text) => SymbolKind::Literal(text),
+                Expr::Chars(set) => SymbolKind::Chars(set),
                 Expr::Any => SymbolKind::Any,
                 Expr::Rule(id) => {
                     if id.index() >= self.names.len() {
                         return Err(BuildError::ForeignRule { id: id.0 });
                     }
-                    SymbolKind::Rule(*id)
+                    SymbolKind::Rule(id)
                 }
-                Expr::Token(token) => SymbolKind::Token(token.clone()),
+                Expr::Token(token) => SymbolKind::Token(token),
                 // No alternative: nothing matches (a character no text contains).
                 Expr::Choice(items) if items.is_empty() => {
                     SymbolKind::Chars(CharSet::new([], false))
@@ -338,25 +348,21 @@ impl GrammarBuilder {
                     SymbolKind::Group(self.alternatives(rule, expr)?)
                 }
                 Expr::Repeat(inner, min, max) => {
-                    if let Some(max) = *max
-                        && max < *min
+                    if let Some(max) = max
+                        && max < min
                     {
                         return Err(BuildError::RepetitionBoundsReversed {
-                            rule: rule.to_string(),
-                            min: *min,
+                            rule: self.names[rule.index()].clone(),
+                            min,
                             max,
                         });
                     }
-                    let inner_sequence = self.sequence(rule, inner)?;
+                    let inner_sequence = self.sequence(rule, *inner)?;
                     let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
                         Ok([single]) => single,
                         Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
                     };
-                    SymbolKind::Repeat(Box::new(Repetition {
-                        symbol,
-                        min: *min,
-                        max: *max,
-                    }))
+                    SymbolKind::Repeat(Box::new(Repetition { symbol, min, max }))
                 }
             };
             Ok(Symbol::new(kind))

@@ -76,7 +76,11 @@ impl Converter<'_> {
                 }
                 Shape::Values(kept)
             }
-            (Shape::Typed(left), Shape::Typed(right)) => self.meet_typed(pointer, *left, *right),
+            (Shape::Typed(left), Shape::Typed(right)) => self.meet_typed(
+                pointer,
+                std::rc::Rc::unwrap_or_clone(left),
+                std::rc::Rc::unwrap_or_clone(right),
+            ),
         }
     }
 

@@ -39,7 +39,7 @@ impl Converter<'_> {
             );
             return Shape::Never;
         }
-        let Some(value) = self.root.pointer(pointer) else {
+        let Some(value) = crate::resolve::lookup(self.root, pointer) else {
             self.error("ref-unresolved", pointer, None, "no schema here");
             return Shape::Never;
         };
@@ -323,7 +323,7 @@ impl Converter<'_> {
                 Err(_) => return,
             }
         }
-        let Some(Value::Object(component)) = self.root.pointer(&pointer) else {
+        let Some(Value::Object(component)) = crate::resolve::lookup(self.root, &pointer) else {
             return;
         };
         if let Some(Value::Object(properties)) = component.get("properties") {

@@ -305,3 +305,65 @@ mod tests {
         assert_eq!(index.resolve(&schema, "", "#").unwrap(), "");
     }
 }
+
+/// The value at JSON pointer `pointer` in `root` (as `Value::pointer`, without allocating
+/// for tokens that need no unescaping: the converter looks a pointer up for every schema
+/// it reads).
+pub(crate) fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let rest = pointer.strip_prefix('/')?;
+    let mut current = root;
+    for token in rest.split('/') {
+        let unescaped;
+        let token = if token.contains('~') {
+            unescaped = token.replace("~1", "/").replace("~0", "~");
+            unescaped.as_str()
+        } else {
+            token
+        };
+        current = match current {
+            Value::Object(map) => map.get(token)?,
+            Value::Array(items) => {
+                if token.len() > 1 && token.starts_with('0') || token.starts_with('+') {
+                    return None;
+                }
+                items.get(token.parse::<usize>().ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+#[cfg(test)]
+mod lookup_tests {
+    use serde_json::json;
+
+    use super::lookup;
+
+    #[test]
+    fn lookup_reads_pointers_as_serde_json_does() {
+        let document = json!({"a/b": {"~c": [1, {"d": 2}]}, "": 3, "e": [0]});
+        for pointer in [
+            "",
+            "/a~1b",
+            "/a~1b/~0c/1/d",
+            "/a~1b/~0c/0",
+            "/",
+            "/e/00",
+            "/e/+0",
+            "/e/1",
+            "/x",
+            "a",
+            "/e/0/f",
+        ] {
+            assert_eq!(
+                lookup(&document, pointer),
+                document.pointer(pointer),
+                "{pointer}"
+            );
+        }
+    }
+}

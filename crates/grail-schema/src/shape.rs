@@ -107,7 +107,7 @@ pub enum Shape {
     /// Exactly these values (`enum`, `const`).
     Values(Vec<Value>),
     /// Values of these types meeting these constraints.
-    Typed(Box<Typed>),
+    Typed(std::rc::Rc<Typed>),
 }
 
 /// Constraints per type. A constraint only concerns values of its type.
@@ -398,6 +398,6 @@ impl Shape {
 
     /// A shape of one constrained type set.
     pub fn typed(typed: Typed) -> Shape {
-        Shape::Typed(Box::new(typed))
+        Shape::Typed(std::rc::Rc::new(typed))
     }
 }
