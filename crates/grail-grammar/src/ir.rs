@@ -134,6 +134,10 @@ pub struct Repetition {
 /// grammars nested thousands deep are freed on any stack.
 impl Drop for Symbol {
     fn drop(&mut self) {
+        // Most symbols nest nothing: nothing to move.
+        if !matches!(self.kind, SymbolKind::Group(_) | SymbolKind::Repeat(_)) {
+            return;
+        }
         let mut pending: Vec<Symbol> = Vec::new();
         take_nested_symbols(&mut self.kind, &mut pending);
         while let Some(mut symbol) = pending.pop() {

@@ -145,10 +145,12 @@ fn unicode_escape(character: char) -> Expr {
 
 /// A text written in canonical form inside a JSON string (without the quotes).
 pub fn encoded_text(text: &str) -> Expr {
-    if !text
-        .chars()
-        .any(|character| escaped_set().contains(character as u32))
-    {
+    // The same test as `escaped_set().contains`, without building the set.
+    let escaped = |character: char| {
+        let code = character as u32;
+        code <= 0x1F || code == DEL || character == '"' || character == '\\'
+    };
+    if !text.chars().any(escaped) {
         return Expr::literal(text);
     }
     Expr::sequence(text.chars().map(encoded_char))

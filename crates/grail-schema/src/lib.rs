@@ -36,6 +36,7 @@ mod emit_string;
 pub mod format;
 mod format_llama;
 pub mod json_text;
+mod keywords;
 pub mod locate;
 mod meet;
 pub mod numeric;

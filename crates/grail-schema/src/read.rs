@@ -5,6 +5,7 @@
 //! specification does not define), or reported: as unsupported (strict mode refuses the
 //! schema; lenient mode drops the constraint with a warning) or as invalid.
 
+use crate::keywords::Keywords;
 use serde_json::{Map, Value};
 
 use crate::convert::Converter;
@@ -84,7 +85,7 @@ impl Converter<'_> {
         }
         let child = |keyword: &str| format!("{pointer}/{}", escape_pointer_token(keyword));
         let mut parts: Vec<Shape> = Vec::new();
-        if let Some(reference) = object.get("$ref") {
+        if let Some(reference) = object.keyword("$ref") {
             match reference.as_str() {
                 Some(reference) => match self.index.resolve(self.root, pointer, reference) {
                     Ok(target) => parts.push(Shape::Ref(target)),
@@ -114,7 +115,7 @@ impl Converter<'_> {
             "unevaluatedProperties",
             "unevaluatedItems",
         ] {
-            if object.contains_key(keyword) {
+            if object.has_keyword(keyword) {
                 self.unsupported(pointer, keyword, "Grail does not evaluate it");
             }
         }
@@ -124,7 +125,7 @@ impl Converter<'_> {
             return shape;
         }
         let mut typed = Typed::of_types(Types::ALL);
-        if let Some(types) = object.get("type") {
+        if let Some(types) = object.keyword("type") {
             typed.types = self.read_types(pointer, types);
         } else if self.options.llama_dialect() {
             typed.types = inferred_types(object);
@@ -138,7 +139,7 @@ impl Converter<'_> {
             parts.push(Shape::typed(typed));
         }
 
-        if let Some(values) = object.get("enum") {
+        if let Some(values) = object.keyword("enum") {
             match values {
                 Value::Array(values) if values.len() <= self.options.limits.max_enum_values => {
                     parts.push(Shape::Values(dedup(values.clone())))
@@ -161,11 +162,11 @@ impl Converter<'_> {
                 ),
             }
         }
-        if let Some(value) = object.get("const") {
+        if let Some(value) = object.keyword("const") {
             parts.push(Shape::Values(vec![value.clone()]));
         }
         for (keyword, combine) in [("allOf", 0), ("anyOf", 1), ("oneOf", 2)] {
-            let Some(list) = object.get(keyword) else {
+            let Some(list) = object.keyword(keyword) else {
                 continue;
             };
             let Some(list) = list.as_array().filter(|list| !list.is_empty()) else {
@@ -186,7 +187,7 @@ impl Converter<'_> {
                 _ => parts.push(self.one_of(pointer, branches)),
             }
         }
-        if let Some(negated) = object.get("not") {
+        if let Some(negated) = object.keyword("not") {
             // `not: {not: X}` is X.
             if only_keyword(negated, "not").is_some() {
                 parts.push(self.read(&format!("{}/not", child("not"))));
@@ -198,7 +199,7 @@ impl Converter<'_> {
         // `dependentSchemas` (and draft-07's `dependencies` with a schema): if the property
         // is present, the object also meets the schema.
         for keyword in ["dependentSchemas", "dependencies"] {
-            let Some(Value::Object(entries)) = object.get(keyword) else {
+            let Some(Value::Object(entries)) = object.keyword(keyword) else {
                 continue;
             };
             for (name, value) in entries {
@@ -219,15 +220,14 @@ impl Converter<'_> {
                 ]));
             }
         }
-        if object.contains_key("if") && (object.contains_key("then") || object.contains_key("else"))
-        {
+        if object.has_keyword("if") && (object.has_keyword("then") || object.has_keyword("else")) {
             let condition = self.read(&child("if"));
-            let then = if object.contains_key("then") {
+            let then = if object.has_keyword("then") {
                 self.read(&child("then"))
             } else {
                 Shape::Any
             };
-            let otherwise = if object.contains_key("else") {
+            let otherwise = if object.has_keyword("else") {
                 self.read(&child("else"))
             } else {
                 Shape::Any
@@ -258,9 +258,9 @@ impl Converter<'_> {
     /// `anyOf` alternative, nothing else allowed; or, when every component is an `enum`,
     /// the values they share.
     fn llama_all_of(&mut self, pointer: &str, object: &Map<String, Value>) -> Option<Shape> {
-        let components = object.get("allOf")?.as_array()?;
-        let type_name = object.get("type").and_then(Value::as_str);
-        let has_properties = object.contains_key("properties")
+        let components = object.keyword("allOf")?.as_array()?;
+        let type_name = object.keyword("type").and_then(Value::as_str);
+        let has_properties = object.has_keyword("properties")
             || object
                 .get("additionalProperties")
                 .is_some_and(|additional| additional != &Value::Bool(true));
@@ -378,7 +378,7 @@ impl Converter<'_> {
         typed: &mut Typed,
     ) {
         let number = |converter: &mut Converter, keyword: &'static str| -> Option<Decimal> {
-            let value = object.get(keyword)?;
+            let value = object.keyword(keyword)?;
             match value {
                 Value::Number(number) => Some(Decimal::from_json(number)),
                 Value::Bool(_) if keyword.starts_with("exclusive") => None,
@@ -468,7 +468,7 @@ impl Converter<'_> {
             if keyword == "format" && !assert_formats {
                 continue;
             }
-            match object.get(keyword) {
+            match object.keyword(keyword) {
                 None => {}
                 Some(Value::String(text)) => list.push(Located {
                     value: text.clone(),
@@ -497,15 +497,15 @@ impl Converter<'_> {
         let child = |keyword: &str| format!("{pointer}/{keyword}");
         let array = &mut typed.array;
         let mut exact_tuple = false;
-        match object.get("prefixItems") {
+        match object.keyword("prefixItems") {
             Some(Value::Array(prefix)) => {
                 array.prefix = (0..prefix.len())
                     .map(|position| self.read(&format!("{pointer}/prefixItems/{position}")))
                     .collect();
                 // llama.cpp: a tuple has exactly its items (unless `items` says more).
-                exact_tuple = self.options.llama_dialect() && !object.contains_key("items");
+                exact_tuple = self.options.llama_dialect() && !object.has_keyword("items");
             }
-            Some(_) if !object.contains_key("items") => {
+            Some(_) if !object.has_keyword("items") => {
                 // A schema where an array belongs: llama.cpp reads it as `items`.
                 self.diagnostics.push(crate::diagnostic::SchemaDiagnostic::new(
                     crate::diagnostic::Severity::Note,
@@ -518,7 +518,7 @@ impl Converter<'_> {
             }
             _ => {}
         }
-        match object.get("items") {
+        match object.keyword("items") {
             None => {}
             Some(Value::Array(tuple)) => {
                 // Draft-07: `items` as an array is `prefixItems`, `additionalItems` the rest.
@@ -527,7 +527,7 @@ impl Converter<'_> {
                         .map(|position| self.read(&format!("{pointer}/items/{position}")))
                         .collect();
                 }
-                if object.contains_key("additionalItems") {
+                if object.has_keyword("additionalItems") {
                     array.items = self.read(&child("additionalItems"));
                 } else {
                     // llama.cpp: a tuple has exactly its items.
@@ -546,7 +546,7 @@ impl Converter<'_> {
         if let Some(value) = self.count(pointer, object, "maxItems") {
             typed.array.max_items = Some(value);
         }
-        if object.contains_key("contains") {
+        if object.has_keyword("contains") {
             let shape = self.read(&child("contains"));
             let min = self.count(pointer, object, "minContains").unwrap_or(1);
             let max = self.count(pointer, object, "maxContains");
@@ -556,7 +556,7 @@ impl Converter<'_> {
                 keyword: "contains",
             });
         }
-        if object.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        if object.keyword("uniqueItems").and_then(Value::as_bool) == Some(true) {
             typed.array.unique = Some(Located {
                 value: (),
                 pointer: pointer.to_string(),
@@ -571,7 +571,7 @@ impl Converter<'_> {
         object: &Map<String, Value>,
         typed: &mut Typed,
     ) {
-        if let Some(properties) = object.get("properties") {
+        if let Some(properties) = object.keyword("properties") {
             match properties {
                 Value::Object(properties) => {
                     for name in properties.keys() {
@@ -590,7 +590,7 @@ impl Converter<'_> {
                 ),
             }
         }
-        if let Some(required) = object.get("required") {
+        if let Some(required) = object.keyword("required") {
             match required {
                 Value::Array(names) => {
                     for name in names {
@@ -599,7 +599,7 @@ impl Converter<'_> {
                                 if !typed.object.required.iter().any(|known| known == name) =>
                             {
                                 typed.object.required.push(name.to_string());
-                                if object.contains_key("properties") {
+                                if object.has_keyword("properties") {
                                     typed.object.written_first.push(name.to_string());
                                 }
                             }
@@ -623,14 +623,14 @@ impl Converter<'_> {
                 ),
             }
         }
-        typed.object.additional = if object.contains_key("additionalProperties") {
+        typed.object.additional = if object.has_keyword("additionalProperties") {
             self.read(&format!("{pointer}/additionalProperties"))
-        } else if self.options.additional_properties_default || !object.contains_key("properties") {
+        } else if self.options.additional_properties_default || !object.has_keyword("properties") {
             Shape::Any
         } else {
             Shape::Never
         };
-        if let Some(Value::Object(patterns)) = object.get("patternProperties") {
+        if let Some(Value::Object(patterns)) = object.keyword("patternProperties") {
             for pattern in patterns.keys() {
                 let shape = self.read(&format!(
                     "{pointer}/patternProperties/{}",
@@ -647,7 +647,7 @@ impl Converter<'_> {
                 });
             }
         }
-        if object.contains_key("propertyNames") {
+        if object.has_keyword("propertyNames") {
             let shape = self.read(&format!("{pointer}/propertyNames"));
             typed.object.property_names = Some(Located {
                 value: shape,
@@ -664,7 +664,7 @@ impl Converter<'_> {
         // `dependentRequired` (and draft-07's `dependencies` with a list): if the property is
         // present, so are these.
         for keyword in ["dependentRequired", "dependencies"] {
-            let Some(Value::Object(entries)) = object.get(keyword) else {
+            let Some(Value::Object(entries)) = object.keyword(keyword) else {
                 continue;
             };
             for (name, value) in entries {
@@ -685,7 +685,7 @@ impl Converter<'_> {
 
     /// A non-negative integer keyword.
     fn count(&mut self, pointer: &str, object: &Map<String, Value>, keyword: &str) -> Option<u64> {
-        let value = object.get(keyword)?;
+        let value = object.keyword(keyword)?;
         if let Some(count) = value.as_u64() {
             return Some(count);
         }
@@ -740,7 +740,7 @@ fn dedup(values: Vec<Value>) -> Vec<Value> {
 
 /// The type llama.cpp gives a schema without `type`, from its keywords.
 fn inferred_types(object: &Map<String, Value>) -> Types {
-    let has = |keyword: &str| object.contains_key(keyword);
+    let has = |keyword: &str| object.has_keyword(keyword);
     let object_keywords = has("properties")
         || object
             .get("additionalProperties")
@@ -778,7 +778,7 @@ fn only_keyword<'v>(schema: &'v Value, keyword: &str) -> Option<&'v Value> {
         .filter(|key| !ANNOTATIONS.contains(&key.as_str()) && !key.starts_with("x-"))
         .count();
     if constraining == 1 {
-        object.get(keyword)
+        object.keyword(keyword)
     } else {
         None
     }

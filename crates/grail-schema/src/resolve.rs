@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crate::keywords::Keywords;
 use serde_json::Value;
 
 use crate::diagnostic::escape_pointer_token;
@@ -27,6 +28,11 @@ impl ResourceIndex {
     /// Indexes every `$id`, `id` (draft-04) and `$anchor` of the document.
     pub fn new(root: &Value) -> ResourceIndex {
         let mut index = ResourceIndex::default();
+        // Most documents (tool schemas) have no identifier at all: no walk with pointers.
+        if !has_identifiers(root) {
+            index.bases.insert(String::new(), DOCUMENT_BASE.to_string());
+            return index;
+        }
         let mut pending = vec![(root, String::new(), DOCUMENT_BASE.to_string())];
         while let Some((value, pointer, inherited)) = pending.pop() {
             let Value::Object(object) = value else {
@@ -40,7 +46,7 @@ impl ResourceIndex {
             let mut base = inherited;
             let id = object
                 .get("$id")
-                .or_else(|| object.get("id").filter(|id| id.is_string()))
+                .or_else(|| object.keyword("id").filter(|id| id.is_string()))
                 .and_then(Value::as_str);
             if let Some(id) = id {
                 let absolute = join(&base, id);
@@ -59,7 +65,7 @@ impl ResourceIndex {
                         .insert((base.clone(), name.to_string()), pointer.clone());
                 }
             }
-            if let Some(anchor) = object.get("$anchor").and_then(Value::as_str) {
+            if let Some(anchor) = object.keyword("$anchor").and_then(Value::as_str) {
                 index
                     .anchors
                     .insert((base.clone(), anchor.to_string()), pointer.clone());
@@ -304,6 +310,28 @@ mod tests {
         );
         assert_eq!(index.resolve(&schema, "", "#").unwrap(), "");
     }
+}
+
+/// True when some object anywhere in `value` has an `$id`, a string `id` or an
+/// `$anchor` (a superset of the schemas [`ResourceIndex::new`] indexes).
+fn has_identifiers(value: &Value) -> bool {
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(object) => {
+                if object.has_keyword("$id")
+                    || object.has_keyword("$anchor")
+                    || object.keyword("id").is_some_and(Value::is_string)
+                {
+                    return true;
+                }
+                pending.extend(object.values());
+            }
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The value at JSON pointer `pointer` in `root` (as `Value::pointer`, without allocating
