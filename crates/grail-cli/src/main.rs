@@ -20,6 +20,10 @@ mod tools;
 
 use std::process::ExitCode;
 
+/// mimalloc: see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 /// Grail: grammar-constrained generation. Check, format, match and sample GBNF grammars;

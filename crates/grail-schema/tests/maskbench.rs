@@ -11,6 +11,11 @@
 //! compared with the baseline's entries for those schemas. `GRAIL_MASKBENCH_ALL=1` runs
 //! everything in any build; the baseline is only rewritten from a full run.
 
+// Times are taken with mimalloc, the allocator of the `grail` binary and `grail serve`
+// (glibc's malloc adds about a quarter to conversion; docs/performance.md has both).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../../grail-grammar/tests/support/baseline.rs"]
 mod baseline;
 #[path = "support/corpus.rs"]

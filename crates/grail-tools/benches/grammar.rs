@@ -1,8 +1,12 @@
-//! Building the tool-call grammar of the seeds' eight tools (seed 001 reports ~2 ms for
-//! its generator on such a pool; the goal here is under 100 µs), with and without
-//! compiling it for the engine, and validating a call.
-//!
-//!     cargo bench -p grail-tools --bench grammar
+// Building the tool-call grammar of the seeds' eight tools (seed 001 reports ~2 ms for
+// its generator on such a pool; the goal here is under 100 µs), with and without
+// compiling it for the engine, and validating a call, with the system allocator (what a
+// program linking grail-tools gets by default):
+//
+//     cargo bench -p grail-tools --bench grammar
+//
+// `--bench grammar_mimalloc` runs the same with mimalloc, the allocator of the `grail`
+// binary and `grail serve` (plain comments: that bench includes this file).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use grail_tools::{CallOptions, ToolChoice, ToolRegistry, tool_call_grammar, validate_output};
