@@ -37,6 +37,7 @@ pub use bitmask::{TokenBitmask, set_ids};
 pub use byte_level::{ByteLevelDecoder, byte_to_char};
 pub use error::VocabError;
 pub use gguf::from_gguf;
+pub use hf::from_tokenizer_json;
 pub use index::VocabularyIndex;
 pub use json_units::{JsonUnits, MAX_JSON_UNITS};
 pub use loop_slice::{LoopSlice, MAX_LOOP_SLICES};

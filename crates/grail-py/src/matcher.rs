@@ -1,0 +1,359 @@
+//! `Matcher`: a parse state over one grammar and vocabulary — tokens in, masks out.
+
+use grail_engine::{Matcher as RustMatcher, NextRule};
+use grail_vocab::TokenBitmask;
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::grammar::Grammar;
+use crate::vocabulary::Vocabulary;
+
+/// The state of one sequence being generated under a grammar.
+///
+/// `fill_next_token_bitmask` writes the tokens allowed next into a row of an int32
+/// bitmask (bit t of the row set: token t allowed), with the GIL released, so the rows of
+/// a batch can be filled from threads (one matcher per thread at a time).
+/// `accept_token` moves on; `rollback` undoes tokens (speculative decoding, retries).
+#[pyclass(module = "grail_gbnf")]
+pub struct Matcher {
+    inner: RustMatcher,
+    mask: TokenBitmask,
+    /// An end-of-generation token was accepted: nothing may follow.
+    ended: bool,
+    /// `ended` before each accepted token (for rollback).
+    ended_history: Vec<bool>,
+}
+
+/// Where a bitmask argument's int32 words are: its address, rows and words per row.
+/// numpy arrays (and anything with `__array_interface__`) as they are; CPU torch tensors
+/// by `data_ptr()`; other DLPack producers through `numpy.from_dlpack`. The buffer
+/// protocol is not used: the stable ABI has it only from Python 3.11, and this module
+/// supports 3.9.
+struct BitmaskTarget {
+    address: usize,
+    rows: usize,
+    width: usize,
+}
+
+fn bitmask_target(bitmask: &Bound<'_, PyAny>) -> PyResult<BitmaskTarget> {
+    let py = bitmask.py();
+    let kind = |message: &str| {
+        PyTypeError::new_err(format!(
+            "the bitmask must be a C-contiguous, writable int32 array with 1 or 2 dimensions (see allocate_token_bitmask): {message}"
+        ))
+    };
+    let (address, shape): (usize, Vec<usize>) =
+        if let Ok(interface) = bitmask.getattr("__array_interface__") {
+            let typestr: String = interface.get_item("typestr")?.extract()?;
+            if typestr != "<i4" && typestr != "|i4" {
+                return Err(kind(&format!("its dtype is {typestr}, not int32")));
+            }
+            let (address, readonly): (usize, bool) = interface.get_item("data")?.extract()?;
+            if readonly {
+                return Err(kind("it is read-only"));
+            }
+            let shape: Vec<usize> = interface.get_item("shape")?.extract()?;
+            let strides = interface.get_item("strides")?;
+            if !strides.is_none() {
+                // Explicit strides must be the C-contiguous ones.
+                let strides: Vec<isize> = strides.extract()?;
+                let mut expected = 4isize;
+                for (stride, size) in strides.iter().zip(&shape).rev() {
+                    if *size > 1 && *stride != expected {
+                        return Err(kind("it is not C-contiguous"));
+                    }
+                    expected *= *size as isize;
+                }
+            }
+            (address, shape)
+        } else if bitmask.hasattr("data_ptr")? && bitmask.hasattr("is_contiguous")? {
+            // A torch tensor.
+            let dtype = bitmask.getattr("dtype")?.str()?.to_string();
+            if dtype != "torch.int32" {
+                return Err(kind(&format!("its dtype is {dtype}")));
+            }
+            if bitmask
+                .getattr("device")?
+                .getattr("type")?
+                .extract::<String>()?
+                != "cpu"
+            {
+                return Err(kind(
+                    "it is not on the CPU (fill a CPU bitmask, then copy it to the device)",
+                ));
+            }
+            if !bitmask.call_method0("is_contiguous")?.extract::<bool>()? {
+                return Err(kind("it is not contiguous"));
+            }
+            let shape: Vec<usize> = bitmask.getattr("shape")?.extract()?;
+            (bitmask.call_method0("data_ptr")?.extract()?, shape)
+        } else if bitmask.hasattr("__dlpack__")? {
+            let array = py
+                .import("numpy")?
+                .call_method1("from_dlpack", (bitmask,))?;
+            return bitmask_target(&array);
+        } else {
+            return Err(kind(
+                "it is neither a numpy array, a torch tensor nor a DLPack object",
+            ));
+        };
+    let (rows, width) = match shape.as_slice() {
+        [width] => (1, *width),
+        [rows, width] => (*rows, *width),
+        _ => return Err(kind(&format!("it has {} dimensions", shape.len()))),
+    };
+    if address == 0 && rows * width > 0 {
+        return Err(kind("it has no data"));
+    }
+    Ok(BitmaskTarget {
+        address,
+        rows,
+        width,
+    })
+}
+
+#[pymethods]
+impl Matcher {
+    /// A matcher at the start of `grammar`, taking tokens of `vocabulary`.
+    #[new]
+    fn new(grammar: &Grammar, vocabulary: &Vocabulary) -> Matcher {
+        let size = vocabulary.index.vocabulary().len();
+        Matcher {
+            inner: RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone()),
+            mask: TokenBitmask::new(size),
+            ended: false,
+            ended_history: Vec::new(),
+        }
+    }
+
+    /// Accepts token `token_id`: True when the grammar allows it; False, with the state
+    /// unchanged, when not. An end-of-generation token is accepted where the grammar may
+    /// end; the matcher is then terminated.
+    fn accept_token(&mut self, token_id: u32) -> bool {
+        if self.ended {
+            return false;
+        }
+        if self.inner.accept_token(token_id).is_err() {
+            return false;
+        }
+        self.ended_history.push(self.ended);
+        if self
+            .inner
+            .vocabulary()
+            .is_some_and(|index| index.vocabulary().is_end_of_generation(token_id))
+            && self.inner.next_characters().allowed.is_empty()
+        {
+            self.ended = true;
+        }
+        true
+    }
+
+    /// Accepts `token_ids` in order, all or nothing: True when every one was accepted;
+    /// False, with the state unchanged, when one was refused.
+    fn accept_tokens(&mut self, token_ids: Vec<u32>) -> bool {
+        for (accepted, &token) in token_ids.iter().enumerate() {
+            if !self.accept_token(token) {
+                self.rollback(accepted).expect("the tokens just accepted");
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Accepts text (not tokens): True when the grammar allows it (the state unchanged
+    /// otherwise). Text accepted this way is not counted by `rollback`.
+    fn accept_text(&mut self, text: &str) -> bool {
+        if self.ended {
+            return false;
+        }
+        let before = self.inner.history_len();
+        match self.inner.accept_str(text) {
+            Ok(()) => true,
+            Err(_) => {
+                let taken = self.inner.history_len().saturating_sub(before);
+                self.inner.rollback(taken);
+                false
+            }
+        }
+    }
+
+    /// Undoes the last `tokens` accepted tokens. Raises ValueError when fewer were
+    /// accepted.
+    #[pyo3(signature = (tokens = 1))]
+    fn rollback(&mut self, tokens: usize) -> PyResult<()> {
+        if tokens == 0 {
+            return Ok(());
+        }
+        if tokens > self.ended_history.len() || !self.inner.rollback_tokens(tokens) {
+            return Err(PyValueError::new_err(format!(
+                "cannot roll back {tokens} tokens: {} are in the history",
+                self.ended_history.len()
+            )));
+        }
+        let keep = self.ended_history.len() - tokens;
+        self.ended = self.ended_history[keep];
+        self.ended_history.truncate(keep);
+        Ok(())
+    }
+
+    /// Back to the start of the grammar.
+    fn reset(&mut self) {
+        self.inner.reset();
+        self.ended = false;
+        self.ended_history.clear();
+    }
+
+    /// True when the input so far is a complete match (generation may end here).
+    fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+
+    /// True when nothing more may be accepted: an end-of-generation token was accepted,
+    /// or the grammar is complete and allows no more text.
+    fn is_terminated(&self) -> bool {
+        if self.ended {
+            return true;
+        }
+        if !self.inner.is_accepting() {
+            return false;
+        }
+        let next = self.inner.next_characters();
+        next.allowed.is_empty()
+            && !next
+                .rules
+                .iter()
+                .any(|rule| matches!(rule, NextRule::Token { .. }))
+    }
+
+    /// Writes the tokens allowed next into row `index` of `bitmask` (an int32 array of
+    /// shape (batch, ceil(vocab_size / 32)) or (ceil(vocab_size / 32),)): bit t % 32 of
+    /// word t // 32 set when token t is allowed. The GIL is released while the mask is
+    /// computed.
+    #[pyo3(signature = (bitmask, index = 0))]
+    fn fill_next_token_bitmask(
+        &mut self,
+        py: Python<'_>,
+        bitmask: &Bound<'_, PyAny>,
+        index: usize,
+    ) -> PyResult<()> {
+        let BitmaskTarget {
+            address,
+            rows,
+            width,
+        } = bitmask_target(bitmask)?;
+        let words = self.mask.words().len();
+        if width < words {
+            return Err(PyValueError::new_err(format!(
+                "the bitmask rows hold {width} words; this vocabulary needs {words} (allocate_token_bitmask(batch, vocab.size))"
+            )));
+        }
+        if index >= rows {
+            return Err(PyIndexError::new_err(format!(
+                "row {index} of a bitmask of {rows} rows"
+            )));
+        }
+        let (matcher, mask, ended) = (&mut self.inner, &mut self.mask, self.ended);
+        py.detach(|| {
+            if ended {
+                mask.clear();
+            } else {
+                matcher.fill_mask(mask);
+            }
+        });
+        // SAFETY: `bitmask_target` checked that the object is a writable, C-contiguous
+        // int32 array of `rows` × `width` elements at `address`, and `index < rows`; the
+        // array stays alive (this call holds a reference to it) and is written with the
+        // GIL held, so no Python code can free or resize it meanwhile. The row is written
+        // through a raw slice of its own and nothing else.
+        let row: &mut [u32] = unsafe {
+            std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
+        };
+        row[..words].copy_from_slice(self.mask.words());
+        row[words..].fill(0);
+        Ok(())
+    }
+
+    /// The tokens allowed next, as a sorted list of ids (slower than the bitmask; for
+    /// inspection and tests).
+    fn allowed_tokens(&mut self, py: Python<'_>) -> Vec<u32> {
+        let (matcher, mask, ended) = (&mut self.inner, &mut self.mask, self.ended);
+        py.detach(|| {
+            if ended {
+                Vec::new()
+            } else {
+                matcher.fill_mask(mask);
+                mask.ids().collect()
+            }
+        })
+    }
+
+    /// True when token `token_id` may come next (cheaper than a whole mask).
+    fn is_token_allowed(&mut self, token_id: u32) -> bool {
+        !self.ended && self.inner.is_token_allowed(token_id)
+    }
+
+    /// What may come next, as the `gbnf` npm package lists it: dicts with `type` "char"
+    /// or "char_exclude" and `value` (code points and [first, last] ranges), "token" with
+    /// `value` (ids) and `negated`, and "end".
+    fn next_characters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for rule in self.inner.next_characters().rules {
+            let dict = PyDict::new(py);
+            let ranges = |ranges: &[(u32, u32)]| -> PyResult<Bound<'py, PyList>> {
+                let values = PyList::empty(py);
+                for &(first, last) in ranges {
+                    if first == last {
+                        values.append(first)?;
+                    } else {
+                        values.append((first, last))?;
+                    }
+                }
+                Ok(values)
+            };
+            match &rule {
+                NextRule::Char(set) => {
+                    dict.set_item("type", "char")?;
+                    dict.set_item("value", ranges(set)?)?;
+                }
+                NextRule::CharExclude(set) => {
+                    dict.set_item("type", "char_exclude")?;
+                    dict.set_item("value", ranges(set)?)?;
+                }
+                NextRule::Token { ids, negated } => {
+                    dict.set_item("type", "token")?;
+                    dict.set_item("value", ids.clone())?;
+                    dict.set_item("negated", *negated)?;
+                }
+                NextRule::End => dict.set_item("type", "end")?,
+            }
+            list.append(dict)?;
+        }
+        Ok(list)
+    }
+
+    /// The text the grammar forces next (the same whatever is generated), at most
+    /// `max_chars` characters.
+    #[pyo3(signature = (max_chars = 256))]
+    fn forced(&self, max_chars: usize) -> String {
+        self.inner.forced(max_chars)
+    }
+
+    /// An independent copy of this matcher's state (for beams).
+    fn fork(&self) -> Matcher {
+        Matcher {
+            inner: self.inner.fork(),
+            mask: self.mask.clone(),
+            ended: self.ended,
+            ended_history: self.ended_history.clone(),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<grail_gbnf.Matcher: {} tokens accepted, accepting={}>",
+            self.ended_history.len(),
+            self.inner.is_accepting()
+        )
+    }
+}
