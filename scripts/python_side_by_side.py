@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Token masks through Python: grail_gbnf against llguidance's Python API, in one process
+and one sitting, per step of a real document (the call included).
+
+    ~/.cache/grail/py-venv/bin/python scripts/python_side_by_side.py [--vocabs llama3,smollm2]
+        [--cases json,toolcall,c] [--runs 2] [--json OUT]
+
+Needs grail_gbnf (scripts/python_test.py installs it into ~/.cache/grail/py-venv) and
+llguidance (`pip install llguidance` in the same venv), and ../shared/bench: its grammars,
+documents, tokenized documents (`vocab/NAME.docs.json`) and tokenizers
+(`vocab/NAME/tokenizer.json`). Each engine gets the same token ids; at each step the
+mask is computed into a preallocated int32 bitmask (Grail: `fill_next_token_bitmask`
+into a numpy row; llguidance: `unsafe_compute_mask_ptr`, its fastest documented path),
+the document's token is checked to be allowed, then accepted. Grail takes the GBNF the
+peer harness gives llama.cpp (`toolcall.llamacpp.gbnf` for the tool call, which
+llguidance is given as its JSON Schema, as ../shared/bench/scripts/bench.py does).
+
+Setup is timed in fresh processes: `import` plus the vocabulary from the same
+tokenizer.json. Reported: per-step median and p99 (µs) of each engine, the best run of
+--runs by median, and the ratios Grail / llguidance.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(os.path.dirname(HERE), "..", "shared", "bench")
+CASES = {
+    "json": ("json.gbnf", "json.gbnf", "doc_json.json"),
+    "toolcall": ("toolcall.llamacpp.gbnf", "toolcall.schema.json", "doc_toolcall_file.json"),
+    "c": ("c.gbnf", "c.gbnf", "doc_c.c"),
+}
+
+
+def read(*parts):
+    with open(os.path.join(BENCH, *parts), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def quantile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))]
+
+
+def allowed(buffer, token):
+    return (int(buffer[token >> 5]) >> (token & 31)) & 1
+
+
+def run_grail(vocabulary, grammar, tokens):
+    import grail_gbnf as grail
+    matcher = grail.Matcher(grammar, vocabulary)
+    buffer = grail.allocate_token_bitmask(1, vocabulary.size)
+    fill = matcher.fill_next_token_bitmask
+    times = []
+    clock = time.perf_counter_ns
+    for token in tokens:
+        start = clock()
+        fill(buffer, 0)
+        times.append((clock() - start) / 1000)
+        if not allowed(buffer[0], token):
+            raise RuntimeError(f"grail: token {token} not in its mask")
+        if not matcher.accept_token(token):
+            raise RuntimeError(f"grail: token {token} refused")
+    return times
+
+
+def run_llguidance(tokenizer, grammar, tokens, size):
+    import llguidance as llg
+    matcher = llg.LLMatcher(tokenizer, grammar, log_level=1)
+    if matcher.is_error():
+        raise RuntimeError(matcher.get_error())
+    buffer = np.full(((size + 31) // 32,), -1, dtype=np.int32)
+    address, length = buffer.ctypes.data, buffer.size * 4
+    compute = matcher.unsafe_compute_mask_ptr
+    times = []
+    clock = time.perf_counter_ns
+    for token in tokens:
+        start = clock()
+        compute(address, length)
+        times.append((clock() - start) / 1000)
+        if not allowed(buffer, token):
+            raise RuntimeError(f"llguidance: token {token} not in its mask")
+        if not matcher.consume_token(token):
+            raise RuntimeError(f"llguidance: token {token} refused")
+    return times
+
+
+SETUP = {
+    "grail": "import grail_gbnf as g; v = g.Vocabulary.from_file({path!r})",
+    "llguidance": "import llguidance as l; t = l.LLTokenizer(open({path!r}).read())",
+}
+
+
+def setup_seconds(engine, path, repeats=3):
+    code = "import time; s = time.perf_counter(); " + SETUP[engine].format(path=path) + "; print(time.perf_counter() - s)"
+    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+            for _ in range(repeats)]
+    return statistics.median(runs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vocabs", default="llama3,smollm2")
+    parser.add_argument("--cases", default="json,toolcall,c")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--json", help="write the results here too")
+    args = parser.parse_args()
+    import grail_gbnf as grail
+    import llguidance as llg
+
+    results = []
+    print("| vocab | case | steps | grail median µs | p99 | llguidance median µs | p99 | median ratio | p99 ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for vocab in args.vocabs.split(","):
+        tokenizer_path = os.path.join(BENCH, "vocab", vocab, "tokenizer.json")
+        vocab_json = json.loads(read("vocab", f"{vocab}.vocab.json"))
+        docs = json.loads(read("vocab", f"{vocab}.docs.json"))
+        vocabulary = grail.Vocabulary.from_file(os.path.join(BENCH, "vocab", f"{vocab}.vocab.json"))
+        tokenizer = llg.LLTokenizer(read("vocab", vocab, "tokenizer.json"), eos_token=vocab_json["eos_token_id"])
+        setup = {engine: setup_seconds(engine, tokenizer_path) for engine in SETUP}
+        print(f"| {vocab} | import + vocabulary setup (s) | | {setup['grail']:.3f} | | {setup['llguidance']:.3f} | | "
+              f"{setup['grail'] / setup['llguidance']:.2f} | |", flush=True)
+        for case in args.cases.split(","):
+            grail_file, peer_file, doc = CASES[case]
+            tokens = docs[doc]
+            tokens = tokens["ids"] if isinstance(tokens, dict) else tokens
+            grail_grammar = grail.Grammar.from_gbnf(read("inputs", grail_file))
+            peer_text = read("inputs", peer_file)
+            peer_grammar = (llg.LLMatcher.grammar_from_json_schema(peer_text) if peer_file.endswith(".json")
+                            else llg.grammar_from("gbnf", peer_text))
+            best = {}
+            for _ in range(args.runs):
+                for engine, run in (("grail", lambda: run_grail(vocabulary, grail_grammar, tokens)),
+                                    ("llguidance", lambda: run_llguidance(tokenizer, peer_grammar, tokens, vocabulary.size))):
+                    times = run()
+                    summary = {"median": statistics.median(times), "p99": quantile(times, 0.99)}
+                    if engine not in best or summary["median"] < best[engine]["median"]:
+                        best[engine] = summary
+            g, p = best["grail"], best["llguidance"]
+            row = {"vocab": vocab, "case": case, "steps": len(tokens), "grail": g, "llguidance": p,
+                   "median_ratio": g["median"] / p["median"], "p99_ratio": g["p99"] / p["p99"]}
+            results.append(row)
+            print(f"| {vocab} | {case} | {len(tokens)} | {g['median']:.2f} | {g['p99']:.1f} | {p['median']:.2f} | "
+                  f"{p['p99']:.1f} | {row['median_ratio']:.2f} | {row['p99_ratio']:.2f} |", flush=True)
+        results.append({"vocab": vocab, "setup_s": setup})
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"llguidance": llg.__version__, "grail": grail.__version__, "results": results}, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
