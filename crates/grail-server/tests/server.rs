@@ -575,9 +575,12 @@ fn thirty_two_concurrent_requests_all_answer_validly() {
 
 #[test]
 fn a_full_queue_answers_503_instead_of_waiting_without_bound() {
-    // A queue of one: while one long answer runs and one waits, a third is refused.
+    // A queue of one: while one long answer runs and one waits, a third is refused. An
+    // answer takes over a second (about 160 tokens at 10 ms), so the first is still
+    // running when the third arrives even on a loaded machine (at 2 ms a token it could
+    // end before then).
     let server = Arc::new(TestServer::start(
-        paced_backend(1, Duration::from_millis(2)),
+        paced_backend(1, Duration::from_millis(10)),
         quiet(),
     ));
     let long = json!({"messages": user("x"), "grammar": "root ::= [a-z]{300}", "max_tokens": 300})
