@@ -69,7 +69,39 @@ pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
                 json!({"segments": segments}).to_string()
             }
         };
-        println!("{line}");
+        println!("{}", escape_line_breaks(&line));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Escapes U+0085, U+2028 and U+2029 in a line of JSON (serde_json writes them raw): they
+/// are line breaks to readers that split on Unicode line breaks (Python's
+/// `str.splitlines`, JavaScript), which would cut a string in two. Outside strings JSON
+/// holds none of them, so replacing every one is exact.
+fn escape_line_breaks(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for character in line.chars() {
+        match character {
+            '\u{85}' => out.push_str("\\u0085"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            _ => out.push(character),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unicode_line_breaks_are_escaped() {
+        let line = serde_json::to_string("a\u{85}b\u{2028}c\u{2029}d\n").unwrap();
+        let escaped = escape_line_breaks(&line);
+        assert_eq!(escaped, r#""a\u0085b\u2028c\u2029d\n""#);
+        assert_eq!(escaped.lines().count(), 1);
+        let back: String = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, "a\u{85}b\u{2028}c\u{2029}d\n");
+    }
 }

@@ -50,6 +50,7 @@ fn run_check(root: &Path, relative: &str, target: &str) -> Outcome {
 const ALL_CODES: &[&str] = &[
     "rule-name-expected",
     "rule-name-underscore",
+    "line-starts-with-bar",
     "definition-expected",
     "rule-end-expected",
     "group-unmatched-close",

@@ -71,7 +71,7 @@ pub fn check(source: &str, options: &CheckOptions) -> CheckReport {
     {
         return finish(None, diagnostics, &options.limits);
     }
-    let lowered = lower(&parsed.grammar, &options.root, &options.limits);
+    let lowered = lower(source, &parsed.grammar, &options.root, &options.limits);
     let mut findings = lowered.findings;
     let llama = model(&parsed.grammar, &options.root);
     // A name Grail already reports undefined needs no second finding for llama.cpp.

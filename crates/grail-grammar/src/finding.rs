@@ -128,6 +128,10 @@ pub enum FindingKind {
         first: String,
         /// The range's last character as written.
         last: String,
+        /// The class with the range's ends swapped, escapes kept.
+        swapped: Option<String>,
+        /// The class with the `-` as a literal character, escapes kept.
+        literal_dash: Option<String>,
     },
     /// An escape naming a surrogate or a value past U+10FFFF.
     #[error("U+{code_point:04X} is not a Unicode character; no text contains it")]
@@ -336,7 +340,19 @@ impl FindingKind {
             FindingKind::ClassEmpty { negated: false } => {
                 "remove it, or list the characters it should match".into()
             }
-            FindingKind::RangeReversed { first, last } => format!("write `{last}-{first}`"),
+            FindingKind::RangeReversed { first, last, swapped, literal_dash } => {
+                let mut ways = Vec::new();
+                if let Some(swapped) = swapped {
+                    ways.push(format!("to match `{last}` to `{first}`, swap the ends: `{swapped}`"));
+                }
+                if let Some(literal_dash) = literal_dash {
+                    ways.push(format!("to match `{first}`, `-` and `{last}`, escape the `-`: `{literal_dash}`"));
+                }
+                if ways.is_empty() {
+                    return None;
+                }
+                ways.join("; ")
+            }
             FindingKind::OptionalChain { item, count } => format!(
                 "write `{item}{{0,{count}}}`: chains of optional items make llama.cpp's matcher slow"
             ),

@@ -27,6 +27,7 @@ pub mod lints;
 pub mod llama_cpp;
 pub mod lower;
 pub mod print;
+pub mod ranges;
 
 pub use builder::{BuildError, Expr, GrammarBuilder};
 pub use charset::CharSet;

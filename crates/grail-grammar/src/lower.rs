@@ -4,7 +4,6 @@ use std::collections::HashMap;
 
 use grail_syntax::Span;
 use grail_syntax::ast::{self, Alternatives, TermKind, TokenRef};
-use grail_syntax::escape::write_literal;
 
 use crate::charset::{CharSet, MAX_CODE_POINT};
 use crate::finding::{Finding, FindingKind};
@@ -13,6 +12,7 @@ use crate::ir::{
 };
 use crate::limits::Limits;
 use crate::llama_cpp::LLAMA_NO_MAXIMUM;
+use crate::ranges::reversed_range;
 
 /// The result of lowering: the IR when there were no errors, and every finding.
 #[derive(Debug, Clone)]
@@ -23,9 +23,11 @@ pub struct Lowered {
     pub findings: Vec<Finding>,
 }
 
-/// Lowers a syntax tree whose start rule is `root`.
-pub fn lower(syntax: &ast::Grammar, root: &str, limits: &Limits) -> Lowered {
+/// Lowers a syntax tree whose start rule is `root`. `source` is the text it was parsed
+/// from (or `""` when unknown), for spelling findings as the author wrote them.
+pub fn lower(source: &str, syntax: &ast::Grammar, root: &str, limits: &Limits) -> Lowered {
     let mut lowering = Lowering {
+        source,
         ids: HashMap::new(),
         findings: Vec::new(),
         undefined: HashMap::new(),
@@ -91,6 +93,7 @@ struct UndefinedUse {
 }
 
 struct Lowering<'a> {
+    source: &'a str,
     ids: HashMap<String, RuleId>,
     findings: Vec<Finding>,
     undefined: HashMap<String, UndefinedUse>,
@@ -356,15 +359,10 @@ impl Lowering<'_> {
             ));
             return None;
         }
-        for item in &class.items {
+        for (index, item) in class.items.iter().enumerate() {
             if item.first > item.last {
-                self.findings.push(Finding::new(
-                    FindingKind::RangeReversed {
-                        first: printed_class_character(item.first),
-                        last: printed_class_character(item.last),
-                    },
-                    item.span,
-                ));
+                self.findings
+                    .push(reversed_range(class, span, index, Some(self.source)));
             }
             for code_point in [item.first, item.last] {
                 let beyond_unicode = code_point > MAX_CODE_POINT;
@@ -429,11 +427,4 @@ impl Lowering<'_> {
             findings: self.findings,
         }
     }
-}
-
-/// A code point as it would be written inside a literal, without the quotes.
-fn printed_class_character(code_point: u32) -> String {
-    let mut out = String::new();
-    write_literal(&mut out, &[code_point]);
-    out[1..out.len() - 1].to_string()
 }

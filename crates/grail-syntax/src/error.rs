@@ -13,12 +13,18 @@ pub enum SyntaxError {
         /// A description of what was found.
         found: String,
     },
-    /// A name contains `_`, which GBNF does not allow.
+    /// A name contains `_`, which GBNF does not allow. Reported once per name, at its
+    /// first use.
     #[error("rule names cannot contain '_': `{name}`")]
     RuleNameUnderscore {
         /// The name as written, underscores included.
         name: String,
+        /// How many times the name is written (definitions and uses).
+        uses: usize,
     },
+    /// A line starts with `|`, but the rule before it ended at the line break.
+    #[error("this line starts with `|`, but the rule before it ended at the line break")]
+    LineStartsWithBar,
     /// `::=` must follow a rule's name.
     #[error("expected `::=` after the rule name")]
     DefinitionExpected,
@@ -117,6 +123,7 @@ impl SyntaxError {
         match self {
             SyntaxError::RuleNameExpected { .. } => "rule-name-expected",
             SyntaxError::RuleNameUnderscore { .. } => "rule-name-underscore",
+            SyntaxError::LineStartsWithBar => "line-starts-with-bar",
             SyntaxError::DefinitionExpected => "definition-expected",
             SyntaxError::RuleEndExpected { .. } => "rule-end-expected",
             SyntaxError::GroupUnmatchedClose => "group-unmatched-close",
@@ -145,10 +152,15 @@ impl SyntaxError {
             SyntaxError::RuleNameExpected { .. } => {
                 "a rule is written `name ::= ...`; names use ASCII letters, digits and '-'".into()
             }
-            SyntaxError::RuleNameUnderscore { name } => format!(
+            SyntaxError::RuleNameUnderscore { name, uses: 1 } => format!(
                 "rule names cannot contain '_'; try `{}`",
                 name.replace('_', "-")
             ),
+            SyntaxError::RuleNameUnderscore { name, uses } => format!(
+                "rule names cannot contain '_'; try `{}`, everywhere the name is written ({uses} places)",
+                name.replace('_', "-")
+            ),
+            SyntaxError::LineStartsWithBar => "a line break ends a rule unless the line ends with `|`; move this `|` to the end of the line before, or wrap the alternatives in parentheses".into(),
             SyntaxError::DefinitionExpected => "write the rule as `name ::= ...`".into(),
             SyntaxError::RuleEndExpected { found } | SyntaxError::GroupUnclosed { found }
                 if found == "`'`" =>

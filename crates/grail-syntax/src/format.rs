@@ -9,13 +9,15 @@
 //! - comments stay where they were relative to the items around them: a comment inside a
 //!   group breaks the group over several lines; comments after `::=` or `|` or at the end
 //!   of a line stay at the end of that line;
-//! - escapes are canonical (see [`crate::escape`]).
+//! - escapes are canonical (see [`crate::escape`]), except that the author's escape of a
+//!   character that is not plain (a space, a control or combining character, an unassigned
+//!   or private-use code point) is kept as written.
 
 use crate::ast::{
     Alternatives, Grammar, Quantifier, QuantifierStyle, Rule, Sequence, Term, TermKind, TokenRef,
 };
 use crate::error::ParseError;
-use crate::escape::{write_class, write_literal};
+use crate::escape::{write_class_keeping, write_literal_keeping};
 use crate::parser::parse;
 use crate::span::Span;
 
@@ -79,6 +81,22 @@ pub fn print_rules(rules: &[Rule]) -> String {
 
 /// Appends the one-line form of `alternatives` to `out`.
 pub fn write_alternatives(out: &mut String, alternatives: &Alternatives) {
+    write_alternatives_in(out, alternatives, "");
+}
+
+/// Appends the one-line form of `sequence` to `out`.
+pub fn write_sequence(out: &mut String, sequence: &Sequence) {
+    write_sequence_in(out, sequence, "");
+}
+
+/// Appends the one-line form of `term` to `out`.
+pub fn write_term(out: &mut String, term: &Term) {
+    write_term_in(out, term, "");
+}
+
+/// [`write_alternatives`], keeping the escapes that `source` (the text the tree was
+/// parsed from, or `""`) has for characters that are not plain.
+fn write_alternatives_in(out: &mut String, alternatives: &Alternatives, source: &str) {
     for (index, sequence) in alternatives.sequences.iter().enumerate() {
         if index == 1 && alternatives.sequences[0].terms.is_empty() {
             out.push('|');
@@ -88,30 +106,31 @@ pub fn write_alternatives(out: &mut String, alternatives: &Alternatives) {
         if index > 0 && !sequence.terms.is_empty() {
             out.push(' ');
         }
-        write_sequence(out, sequence);
+        write_sequence_in(out, sequence, source);
     }
 }
 
-/// Appends the one-line form of `sequence` to `out`.
-pub fn write_sequence(out: &mut String, sequence: &Sequence) {
+fn write_sequence_in(out: &mut String, sequence: &Sequence, source: &str) {
     for (index, term) in sequence.terms.iter().enumerate() {
         if index > 0 {
             out.push(' ');
         }
-        write_term(out, term);
+        write_term_in(out, term, source);
     }
 }
 
-/// Appends the one-line form of `term` to `out`.
-pub fn write_term(out: &mut String, term: &Term) {
+fn write_term_in(out: &mut String, term: &Term, source: &str) {
     crate::stack::deep(|| match &term.kind {
-        TermKind::Literal(characters) => write_literal(out, characters),
-        TermKind::Class(class) => write_class(out, class),
+        TermKind::Literal(characters) => {
+            let written = source.get(term.span.range()).unwrap_or("");
+            write_literal_keeping(out, characters, written)
+        }
+        TermKind::Class(class) => write_class_keeping(out, class, source),
         TermKind::Any => out.push('.'),
         TermKind::RuleRef(name) => out.push_str(&name.text),
         TermKind::Group(alternatives) => {
             out.push('(');
-            write_alternatives(out, alternatives);
+            write_alternatives_in(out, alternatives, source);
             out.push(')');
         }
         TermKind::Token(token) => {
@@ -124,7 +143,7 @@ pub fn write_term(out: &mut String, term: &Term) {
             }
         }
         TermKind::Repeat(inner, quantifier) => {
-            write_term(out, inner);
+            write_term_in(out, inner, source);
             write_quantifier(out, quantifier);
         }
     })
@@ -184,7 +203,7 @@ impl Formatter<'_> {
         let sequences = &rule.body.sequences;
         if !has_comments {
             let mut flat = String::new();
-            write_alternatives(&mut flat, &rule.body);
+            write_alternatives_in(&mut flat, &rule.body, self.source);
             let width = rule.name.text.len() + 5 + flat.chars().count();
             if sequences.len() < 2 || width <= LINE_WIDTH {
                 if !flat.is_empty() {
@@ -242,7 +261,7 @@ impl Formatter<'_> {
                 self.term(inner, indent);
                 write_quantifier(&mut self.out, quantifier);
             }
-            _ => write_term(&mut self.out, term),
+            _ => write_term_in(&mut self.out, term, self.source),
         })
     }
 

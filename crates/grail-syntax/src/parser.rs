@@ -11,7 +11,12 @@
 //!
 //! Unlike llama.cpp, which stops at the first error, the parser records the error and
 //! resumes at the next line that starts a rule (`name ::=`), so one run reports every
-//! broken rule.
+//! broken rule. Two errors leave the rest of their line readable, so parsing goes on
+//! there: a name with `_` (the rule is kept, named as written) and a line that starts
+//! with `|` after a rule has ended (its alternatives are read and dropped), so every
+//! broken line of a rule is reported in one run.
+
+use std::collections::HashMap;
 
 use crate::ast::{
     Alternatives, CharClass, ClassItem, Grammar, Name, Quantifier, QuantifierStyle, Rule, Sequence,
@@ -48,7 +53,9 @@ impl Default for ParseLimits {
 /// When `errors` is empty, `grammar` is exactly what llama.cpp would read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
-    /// The syntax tree; rules with errors are left out.
+    /// The syntax tree. Rules with errors are left out, except that a rule whose only
+    /// errors are names with `_` is kept with the names as written; the alternatives of
+    /// a line that starts with `|` after its rule ended are left out.
     pub grammar: Grammar,
     /// Syntax errors, in source order.
     pub errors: Vec<ParseError>,
@@ -104,6 +111,8 @@ pub fn parse_with_limits(source: &str, limits: &ParseLimits) -> Parsed {
         depth: 0,
         limits: *limits,
         multiline_literal: None,
+        content_end: None,
+        underscore_names: HashMap::new(),
     };
     let rules = parser.parse_rules();
     parser.errors.sort_by_key(|error| error.span.start);
@@ -146,36 +155,67 @@ struct Parser<'a> {
     limits: ParseLimits,
     /// Opening quote of the first literal of the current rule that holds a line break.
     multiline_literal: Option<usize>,
+    /// Where the text of the last rule read ended (its last alternative, or the last line
+    /// that starts with `|` after it), when that rule parsed.
+    content_end: Option<usize>,
+    /// Each name with `_` met so far: the index of its error in `errors`.
+    underscore_names: HashMap<String, usize>,
 }
 
 impl<'a> Parser<'a> {
     fn parse_rules(&mut self) -> Vec<Rule> {
         let mut rules = Vec::new();
         self.skip_space(true);
-        while !self.at_end() {
+        while !self.at_end() && self.errors.len() < self.limits.max_errors {
             let rule_start = self.position;
             self.multiline_literal = None;
-            match self.parse_rule() {
-                Ok(rule) => rules.push(rule),
-                Err(mut error) => {
-                    if let Some(open) = self.multiline_literal
-                        && error.related.is_none()
-                    {
-                        error.related = Some((
-                            Span::new(open, open + 1),
-                            "this string runs over a line break: is its closing `\"` missing?",
-                        ));
-                    }
-                    self.errors.push(error);
-                    if self.errors.len() >= self.limits.max_errors {
-                        break;
-                    }
-                    self.depth = 0;
-                    self.recover_after(rule_start);
+            let result = match self.content_end {
+                Some(content_end) if self.peek() == b'|' => {
+                    self.parse_line_starting_with_bar(content_end)
                 }
+                _ => self.parse_rule().map(|rule| rules.push(rule)),
+            };
+            if let Err(mut error) = result {
+                self.content_end = None;
+                if let Some(open) = self.multiline_literal
+                    && error.related.is_none()
+                {
+                    error.related = Some((
+                        Span::new(open, open + 1),
+                        "this string runs over a line break: is its closing `\"` missing?",
+                    ));
+                }
+                self.errors.push(error);
+                if self.errors.len() >= self.limits.max_errors {
+                    break;
+                }
+                self.depth = 0;
+                self.recover_after(rule_start);
             }
         }
+        self.errors.truncate(self.limits.max_errors);
         rules
+    }
+
+    /// Reads a line that starts with `|` after the rule that ended at `content_end`:
+    /// reports it, then reads its alternatives (to report their errors too) and drops them.
+    fn parse_line_starting_with_bar(&mut self, content_end: usize) -> ParseResult<()> {
+        let bar = self.position;
+        self.errors.push(ParseError {
+            kind: SyntaxError::LineStartsWithBar,
+            span: Span::new(bar, bar + 1),
+            related: Some((
+                Span::empty_at(content_end),
+                "the rule ended at this line break",
+            )),
+        });
+        self.position += 1;
+        self.skip_space(true);
+        let alternatives = self.parse_alternatives(false)?;
+        let end = alternatives.span.end.max(bar as u32 + 1) as usize;
+        self.end_rule()?;
+        self.content_end = Some(end);
+        Ok(())
     }
 
     /// Moves to the first line after the one holding `rule_start` that begins a rule.
@@ -225,6 +265,18 @@ impl<'a> Parser<'a> {
         self.position += 3;
         self.skip_space(true);
         let body = self.parse_alternatives(false)?;
+        let content_end = (body.span.end as usize).max(name.span.end as usize);
+        self.end_rule()?;
+        self.content_end = Some(content_end);
+        Ok(Rule {
+            span: name.span.to(body.span),
+            name,
+            body,
+        })
+    }
+
+    /// Reads the line break (or the end of the input) that ends a rule, and the space after.
+    fn end_rule(&mut self) -> ParseResult<()> {
         match self.peek() {
             b'\r' => {
                 self.position += if self.byte_at(self.position + 1) == b'\n' {
@@ -250,39 +302,47 @@ impl<'a> Parser<'a> {
             }
         }
         self.skip_space(true);
-        Ok(Rule {
-            span: name.span.to(body.span),
-            name,
-            body,
-        })
+        Ok(())
     }
 
-    /// Parses a rule name, reporting `_` in it and a missing name (only possible at a rule
-    /// head: in a sequence, callers check for a name byte or `_` first).
+    /// Parses a rule name. A name with `_` is recorded as an error (once per name) and
+    /// read whole, so parsing goes on after it. A missing name is an error (only possible at a rule head:
+    /// in a sequence, callers check for a name byte or `_` first).
     fn parse_name(&mut self) -> ParseResult<Name> {
         let start = self.position;
-        while is_name_byte(self.peek()) {
+        while is_name_byte(self.peek()) || self.peek() == b'_' {
             self.position += 1;
-        }
-        if self.peek() == b'_' {
-            let mut end = self.position;
-            while is_name_byte(self.byte_at(end)) || self.byte_at(end) == b'_' {
-                end += 1;
-            }
-            return Err(ParseError {
-                kind: SyntaxError::RuleNameUnderscore {
-                    name: self.source[start..end].to_string(),
-                },
-                span: Span::new(start, end),
-                related: None,
-            });
         }
         if self.position == start {
             let found = self.describe_here();
             return Err(self.error_here(SyntaxError::RuleNameExpected { found }));
         }
+        let text = &self.source[start..self.position];
+        if text.contains('_') {
+            match self.underscore_names.get(text) {
+                Some(&index) => {
+                    if let SyntaxError::RuleNameUnderscore { uses, .. } =
+                        &mut self.errors[index].kind
+                    {
+                        *uses += 1;
+                    }
+                }
+                None => {
+                    self.underscore_names
+                        .insert(text.to_string(), self.errors.len());
+                    self.errors.push(ParseError {
+                        kind: SyntaxError::RuleNameUnderscore {
+                            name: text.to_string(),
+                            uses: 1,
+                        },
+                        span: Span::new(start, self.position),
+                        related: None,
+                    });
+                }
+            }
+        }
         Ok(Name {
-            text: self.source[start..self.position].to_string(),
+            text: text.to_string(),
             span: Span::new(start, self.position),
         })
     }
