@@ -78,6 +78,7 @@ const ALL_CODES: &[&str] = &[
     "rule-unreachable",
     "class-empty",
     "range-reversed",
+    "range-suspicious",
     "code-point-invalid",
     "language-empty",
     "rule-never-finishes",

@@ -11,6 +11,7 @@ use crate::limits::Limits;
 use crate::lints::optional_chains;
 use crate::llama_cpp::{LlamaCppModel, LlamaCycle, model};
 use crate::lower::lower;
+use crate::ranges::suspicious_ranges;
 
 /// How to check a grammar.
 #[derive(Debug, Clone)]
@@ -73,6 +74,7 @@ pub fn check(source: &str, options: &CheckOptions) -> CheckReport {
     }
     let lowered = lower(source, &parsed.grammar, &options.root, &options.limits);
     let mut findings = lowered.findings;
+    findings.extend(suspicious_ranges(&parsed.grammar, source));
     let llama = model(&parsed.grammar, &options.root);
     // A name Grail already reports undefined needs no second finding for llama.cpp.
     let undefined: Vec<&str> = findings

@@ -133,6 +133,20 @@ pub enum FindingKind {
         /// The class with the `-` as a literal character, escapes kept.
         literal_dash: Option<String>,
     },
+    /// A range whose ends are of different kinds (`;-à`: punctuation to a letter, ASCII
+    /// to non-ASCII), or that spans letters between punctuation: most likely a `-` meant
+    /// literally.
+    #[error("range `{range}` spans {count} characters, {reason}")]
+    RangeSuspicious {
+        /// The range as written.
+        range: String,
+        /// How many code points it spans.
+        count: u32,
+        /// What makes it suspicious, such as "from punctuation to a letter".
+        reason: String,
+        /// The class with the `-` escaped, escapes kept.
+        literal_dash: Option<String>,
+    },
     /// An escape naming a surrogate or a value past U+10FFFF.
     #[error("U+{code_point:04X} is not a Unicode character; no text contains it")]
     CodePointInvalid {
@@ -240,6 +254,7 @@ impl FindingKind {
             FindingKind::RuleUnreachable { .. } => "rule-unreachable",
             FindingKind::ClassEmpty { .. } => "class-empty",
             FindingKind::RangeReversed { .. } => "range-reversed",
+            FindingKind::RangeSuspicious { .. } => "range-suspicious",
             FindingKind::CodePointInvalid { .. } => "code-point-invalid",
             FindingKind::LanguageEmpty { .. } => "language-empty",
             FindingKind::RuleNeverFinishes { .. } => "rule-never-finishes",
@@ -269,6 +284,7 @@ impl FindingKind {
             | FindingKind::RuleUnreachable { .. }
             | FindingKind::ClassEmpty { .. }
             | FindingKind::RangeReversed { .. }
+            | FindingKind::RangeSuspicious { .. }
             | FindingKind::CodePointInvalid { .. }
             | FindingKind::LanguageEmpty { .. }
             | FindingKind::RuleNeverFinishes { .. }
@@ -352,6 +368,12 @@ impl FindingKind {
                     return None;
                 }
                 ways.join("; ")
+            }
+            FindingKind::RangeSuspicious { literal_dash: Some(literal_dash), .. } => format!(
+                "if the `-` is meant as a character, escape it: `{literal_dash}`; if the range is meant, write its ends as escapes (`\\xHH`, `\\uHHHH`) to say so"
+            ),
+            FindingKind::RangeSuspicious { .. } => {
+                "if the `-` is meant as a character, escape it as `\\x2D`; if the range is meant, write its ends as escapes (`\\xHH`, `\\uHHHH`) to say so".into()
             }
             FindingKind::OptionalChain { item, count } => format!(
                 "write `{item}{{0,{count}}}`: chains of optional items make llama.cpp's matcher slow"

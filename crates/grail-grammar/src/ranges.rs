@@ -1,9 +1,11 @@
 //! Ranges of character classes as their author wrote them: the rewrites offered for a
-//! reversed range.
+//! reversed range, and the lint for ranges that span more than their author likely meant
+//! (`[,:;-à]` spans `;` to `à`, 166 characters, where a literal `-` was meant).
 
 use grail_syntax::Span;
-use grail_syntax::ast::{CharClass, ClassItem, TermKind};
+use grail_syntax::ast::{self, CharClass, ClassItem, TermKind};
 use grail_syntax::escape::{class_item_spellings, write_class};
+use unicode_general_category::{GeneralCategory, get_general_category};
 
 use crate::finding::{Finding, FindingKind};
 
@@ -179,6 +181,166 @@ pub fn reversed_range(
     )
 }
 
+/// What a range's end is, for the suspicious-range lint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Letter,
+    Digit,
+    /// Punctuation, symbols and spaces.
+    Punctuation,
+    /// Controls, marks, format and unassigned code points.
+    Other,
+}
+
+impl Kind {
+    fn of(code_point: u32) -> Kind {
+        let Some(character) = char::from_u32(code_point) else {
+            return Kind::Other;
+        };
+        use GeneralCategory::*;
+        match get_general_category(character) {
+            UppercaseLetter | LowercaseLetter | TitlecaseLetter | ModifierLetter | OtherLetter => {
+                Kind::Letter
+            }
+            DecimalNumber | LetterNumber | OtherNumber => Kind::Digit,
+            ConnectorPunctuation | DashPunctuation | OpenPunctuation | ClosePunctuation
+            | InitialPunctuation | FinalPunctuation | OtherPunctuation | MathSymbol
+            | CurrencySymbol | ModifierSymbol | OtherSymbol | SpaceSeparator => Kind::Punctuation,
+            _ => Kind::Other,
+        }
+    }
+
+    fn with_article(self) -> &'static str {
+        match self {
+            Kind::Letter => "a letter",
+            Kind::Digit => "a digit",
+            Kind::Punctuation => "punctuation",
+            Kind::Other => "a control or mark",
+        }
+    }
+}
+
+/// Why a range looks unintended, or `None` when it looks deliberate.
+fn suspicion(class: &CharClass, index: usize) -> Option<String> {
+    let item = &class.items[index];
+    let (first, last) = (item.first, item.last);
+    let (first_kind, last_kind) = (Kind::of(first), Kind::of(last));
+    let mut reasons = Vec::new();
+    if first_kind != last_kind {
+        reasons.push(format!(
+            "from {} to {}",
+            first_kind.with_article(),
+            last_kind.with_article()
+        ));
+    }
+    if (first < 0x80) != (last < 0x80) {
+        reasons.push("from ASCII to non-ASCII".to_string());
+    }
+    if !reasons.is_empty() {
+        return Some(reasons.join(" and "));
+    }
+    let ascii_letters = first_kind == Kind::Letter && last < 0x80;
+    if ascii_letters && (first < 0x61) != (last < 0x61) {
+        return Some("from an uppercase to a lowercase letter, across `[\\]^_`".to_string());
+    }
+    // Between two punctuation characters but across letters or digits, in a class that
+    // lists letters or digits of its own: the range spans far more than its neighbours.
+    let spans_words = (first..=last).any(|code_point| {
+        char::from_u32(code_point).is_some_and(|character| character.is_ascii_alphanumeric())
+    });
+    let lists_words = class.items.iter().enumerate().any(|(other, neighbour)| {
+        other != index && matches!(Kind::of(neighbour.first), Kind::Letter | Kind::Digit)
+    });
+    if first_kind == Kind::Punctuation && last < 0x80 && spans_words && lists_words {
+        return Some(
+            "between two punctuation characters, across letters or digits the class also lists"
+                .to_string(),
+        );
+    }
+    None
+}
+
+/// True for an escape of a code point (`\x`, `\u`, `\U`): the author thought in numbers.
+fn is_numeric_escape(spelling: &str) -> bool {
+    ["\\x", "\\u", "\\U"]
+        .iter()
+        .any(|prefix| spelling.starts_with(prefix))
+}
+
+/// Ranges whose ends are of different kinds (punctuation to a letter, ASCII to
+/// non-ASCII, `A-z`) or that span letters between punctuation beside letters of their
+/// own: most likely a `-` meant literally. Ranges with an end written as a code-point
+/// escape (`[\x20-\uD7FF]`) are taken as deliberate, as are reversed ranges (reported
+/// on their own).
+pub fn suspicious_ranges(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for rule in &syntax.rules {
+        visit_classes(&rule.body, &mut |class, span| {
+            suspicious_in_class(class, span, source, &mut findings)
+        });
+    }
+    findings
+}
+
+fn suspicious_in_class(
+    class: &CharClass,
+    class_span: Span,
+    source: &str,
+    findings: &mut Vec<Finding>,
+) {
+    for (index, item) in class.items.iter().enumerate() {
+        if !item.is_range || item.first >= item.last {
+            continue;
+        }
+        let Some((first, Some(last))) = class_item_spellings(item, source) else {
+            continue;
+        };
+        if is_numeric_escape(first) || is_numeric_escape(last) {
+            continue;
+        }
+        let Some(reason) = suspicion(class, index) else {
+            continue;
+        };
+        let literal_dash = rewrite_item(
+            class,
+            Some(source),
+            class_span,
+            index,
+            &format!("{first}\\x2D{last}"),
+            None,
+        );
+        findings.push(Finding::new(
+            FindingKind::RangeSuspicious {
+                range: format!("{first}-{last}"),
+                count: item.last - item.first + 1,
+                reason,
+                literal_dash,
+            },
+            item.span,
+        ));
+    }
+}
+
+/// Calls `visit` with every class in `alternatives` and the span it is written at.
+fn visit_classes(alternatives: &ast::Alternatives, visit: &mut impl FnMut(&CharClass, Span)) {
+    for term in alternatives
+        .sequences
+        .iter()
+        .flat_map(|sequence| &sequence.terms)
+    {
+        visit_term(term, visit);
+    }
+}
+
+fn visit_term(term: &ast::Term, visit: &mut impl FnMut(&CharClass, Span)) {
+    grail_syntax::stack::deep(|| match &term.kind {
+        TermKind::Class(class) => visit(class, term.span),
+        TermKind::Group(alternatives) => visit_classes(alternatives, visit),
+        TermKind::Repeat(inner, _) => visit_term(inner, visit),
+        _ => {}
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +387,40 @@ mod tests {
                 panic!()
             };
             assert_eq!(got.as_deref(), Some(swapped), "{source}");
+        }
+    }
+
+    #[test]
+    fn suspicious_and_deliberate_ranges() {
+        let codes = |source: &str| -> Vec<String> {
+            let parsed = grail_syntax::parse(source);
+            suspicious_ranges(&parsed.grammar, source)
+                .into_iter()
+                .map(|finding| finding.kind.to_string())
+                .collect()
+        };
+        for suspicious in [
+            "root ::= [A-Za-z'.?!,:;-à-üÀ-Ü0-9]",
+            "root ::= [A-z]",
+            "root ::= [a-z0-9+-=]",
+            "root ::= [0-z]",
+        ] {
+            assert_eq!(codes(suspicious).len(), 1, "{suspicious}");
+        }
+        for deliberate in [
+            "root ::= [a-zA-Z0-9_-]",
+            "root ::= [ -~]",
+            "root ::= [!-/:-@]",
+            r"root ::= [\x20-\uD7FF\uE000-\uFFFD]",
+            "root ::= [à-üÀ-Ü一-龥]",
+            "root ::= [z-a]",
+            "root ::= [^\"\\\\]",
+        ] {
+            assert!(
+                codes(deliberate).is_empty(),
+                "{deliberate}: {:?}",
+                codes(deliberate)
+            );
         }
     }
 }
