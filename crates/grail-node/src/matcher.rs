@@ -1,0 +1,331 @@
+//! `Matcher`: a parse state over one grammar (and optionally a vocabulary) — text or
+//! tokens in; next-character rules, forced text and token masks out.
+
+use grail_engine::{AcceptError, Matcher as RustMatcher, NextRule};
+use grail_vocab::TokenBitmask;
+use napi::Either;
+use napi::bindgen_prelude::Uint32ArraySlice;
+use napi_derive::napi;
+
+use crate::errors::{invalid, utf16_index};
+use crate::grammar::Grammar;
+use crate::rules::{RuleObject, expected, rule_objects};
+use crate::vocabulary::Vocabulary;
+
+/// Where text stopped matching.
+#[napi(object)]
+pub struct InputFailure {
+    /// The JavaScript string index (UTF-16 units) of the first refused character of the
+    /// text given (the `gbnf` package's `InputParseError.pos`).
+    pub pos: u32,
+    /// The same, as a byte offset into the text's UTF-8.
+    pub offset: u32,
+    /// What could have come there, in GBNF spelling ("expected one of "a", [0-9]").
+    pub expected: String,
+}
+
+/// The state of one text or token sequence under a grammar.
+///
+/// `add` returns a new matcher (the `gbnf` package's immutable states are built on it);
+/// `acceptText`, `acceptToken` and `rollback` change this one. With a vocabulary,
+/// `fillNextTokenBitmask` writes the tokens allowed next into a `Uint32Array` (bit
+/// t % 32 of word t / 32 set when token t is allowed).
+#[napi]
+pub struct Matcher {
+    inner: RustMatcher,
+    mask: Option<TokenBitmask>,
+    /// An end-of-generation token was accepted: nothing may follow.
+    ended: bool,
+    /// `ended` before each accepted token (for rollback).
+    ended_history: Vec<bool>,
+}
+
+impl Matcher {
+    fn mask(&mut self) -> napi::Result<&mut TokenBitmask> {
+        self.mask.as_mut().ok_or_else(|| {
+            invalid(
+                "this matcher has no vocabulary: create it with new Matcher(grammar, vocabulary)",
+            )
+        })
+    }
+
+    /// Computes the mask of the tokens allowed next into `self.mask`.
+    fn compute_mask(&mut self) -> napi::Result<&TokenBitmask> {
+        let ended = self.ended;
+        let mask = self.mask.as_mut().ok_or_else(|| {
+            invalid(
+                "this matcher has no vocabulary: create it with new Matcher(grammar, vocabulary)",
+            )
+        })?;
+        if ended {
+            mask.clear();
+        } else {
+            self.inner.fill_mask(mask);
+        }
+        Ok(mask)
+    }
+
+    fn copy(&self) -> Matcher {
+        Matcher {
+            inner: self.inner.fork(),
+            mask: self.mask.clone(),
+            ended: self.ended,
+            ended_history: self.ended_history.clone(),
+        }
+    }
+}
+
+fn limit_error(limit: impl std::fmt::Display) -> napi::Error {
+    napi::Error::from_reason(format!("matching stopped: {limit}"))
+}
+
+#[napi]
+impl Matcher {
+    /// A matcher at the start of `grammar`; with `vocabulary`, it takes tokens and fills
+    /// token masks.
+    #[napi(constructor)]
+    pub fn new(grammar: &Grammar, vocabulary: Option<&Vocabulary>) -> Matcher {
+        match vocabulary {
+            Some(vocabulary) => Matcher {
+                inner: RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone()),
+                mask: Some(TokenBitmask::new(vocabulary.index.vocabulary().len())),
+                ended: false,
+                ended_history: Vec::new(),
+            },
+            None => Matcher {
+                inner: RustMatcher::new(&grammar.compiled),
+                mask: None,
+                ended: false,
+                ended_history: Vec::new(),
+            },
+        }
+    }
+
+    /// Keeps at most `steps` bytes of history for rollback (null: all, the default).
+    /// With a limit, memory and `fork` stay proportional to the live parse.
+    #[napi]
+    pub fn set_history_limit(&mut self, steps: Option<u32>) {
+        self.inner
+            .set_history_limit(steps.map(|steps| steps as usize));
+    }
+
+    /// A new matcher: this one's state after `text`, or where `text` stopped matching.
+    /// This matcher is unchanged.
+    #[napi]
+    pub fn add(&self, text: String) -> napi::Result<Either<Matcher, InputFailure>> {
+        let mut next = self.copy();
+        if next.ended && !text.is_empty() {
+            return Ok(Either::B(InputFailure {
+                pos: 0,
+                offset: 0,
+                expected: "nothing can come next".to_string(),
+            }));
+        }
+        match next.inner.accept_str(&text) {
+            Ok(()) => Ok(Either::A(next)),
+            Err(AcceptError::Rejected { consumed }) => {
+                // Step back to the start of a character begun but not finished.
+                let mut start = consumed;
+                while !text.is_char_boundary(start) {
+                    start -= 1;
+                }
+                if consumed > start {
+                    next.inner.rollback(consumed - start);
+                }
+                Ok(Either::B(InputFailure {
+                    pos: utf16_index(&text, start),
+                    offset: start as u32,
+                    expected: expected(&next.inner.next_characters()),
+                }))
+            }
+            Err(AcceptError::Limit { limit, .. }) => Err(limit_error(limit)),
+            Err(other) => Err(napi::Error::from_reason(other.to_string())),
+        }
+    }
+
+    /// Accepts text: true when the grammar allows it; false, with the state unchanged,
+    /// when not. Text is not counted by `rollback` (which undoes tokens).
+    #[napi]
+    pub fn accept_text(&mut self, text: String) -> napi::Result<bool> {
+        if self.ended {
+            return Ok(text.is_empty());
+        }
+        let before = self.inner.history_len();
+        match self.inner.accept_str(&text) {
+            Ok(()) => Ok(true),
+            Err(error) => {
+                let taken = self.inner.history_len().saturating_sub(before);
+                self.inner.rollback(taken);
+                match error {
+                    AcceptError::Limit { limit, .. } => Err(limit_error(limit)),
+                    _ => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// Accepts token `tokenId`: true when the grammar allows it; false, with the state
+    /// unchanged, when not. An end-of-generation token is accepted where the grammar may
+    /// end; the matcher is then terminated.
+    #[napi]
+    pub fn accept_token(&mut self, token_id: u32) -> napi::Result<bool> {
+        self.mask()?;
+        if self.ended || self.inner.accept_token(token_id).is_err() {
+            return Ok(false);
+        }
+        self.ended_history.push(self.ended);
+        if self
+            .inner
+            .vocabulary()
+            .is_some_and(|index| index.vocabulary().is_end_of_generation(token_id))
+            && self.inner.next_characters().allowed.is_empty()
+        {
+            self.ended = true;
+        }
+        Ok(true)
+    }
+
+    /// Accepts `tokenIds` in order, all or nothing.
+    #[napi]
+    pub fn accept_tokens(&mut self, token_ids: Vec<u32>) -> napi::Result<bool> {
+        for (accepted, &token) in token_ids.iter().enumerate() {
+            if !self.accept_token(token)? {
+                self.rollback(Some(accepted as u32))?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Undoes the last `tokens` accepted tokens (default 1). Throws when fewer were
+    /// accepted.
+    #[napi]
+    pub fn rollback(&mut self, tokens: Option<u32>) -> napi::Result<()> {
+        let tokens = tokens.unwrap_or(1) as usize;
+        if tokens == 0 {
+            return Ok(());
+        }
+        if tokens > self.ended_history.len() || !self.inner.rollback_tokens(tokens) {
+            return Err(invalid(format!(
+                "cannot roll back {tokens} tokens: {} are in the history",
+                self.ended_history.len()
+            )));
+        }
+        let keep = self.ended_history.len() - tokens;
+        self.ended = self.ended_history[keep];
+        self.ended_history.truncate(keep);
+        Ok(())
+    }
+
+    /// Back to the start of the grammar.
+    #[napi]
+    pub fn reset(&mut self) {
+        self.inner.reset();
+        self.ended = false;
+        self.ended_history.clear();
+    }
+
+    /// True when the input so far is a complete match.
+    #[napi]
+    pub fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+
+    /// True when the input so far can still be completed (or is complete).
+    #[napi]
+    pub fn is_viable(&self) -> bool {
+        self.inner.is_viable()
+    }
+
+    /// True when nothing more may be accepted: an end-of-generation token was accepted,
+    /// or the grammar is complete and allows no more.
+    #[napi]
+    pub fn is_terminated(&self) -> bool {
+        if self.ended {
+            return true;
+        }
+        if !self.inner.is_accepting() {
+            return false;
+        }
+        let next = self.inner.next_characters();
+        next.allowed.is_empty()
+            && !next
+                .rules
+                .iter()
+                .any(|rule| matches!(rule, NextRule::Token { .. }))
+    }
+
+    /// What may come next, in the `gbnf` package's shapes (`char`, `char_exclude`,
+    /// `end`; `token` for grammars with tokens): at most one char or char_exclude rule.
+    #[napi]
+    pub fn next_rules(&self) -> Vec<RuleObject> {
+        if self.ended {
+            return Vec::new();
+        }
+        rule_objects(&self.inner.next_characters())
+    }
+
+    /// The text the grammar forces next (the same whatever comes), at most `maxChars`
+    /// characters (default 256).
+    #[napi]
+    pub fn forced(&self, max_chars: Option<u32>) -> String {
+        if self.ended {
+            return String::new();
+        }
+        self.inner.forced(max_chars.unwrap_or(256) as usize)
+    }
+
+    /// Bytes of text accepted since the start.
+    #[napi(getter)]
+    pub fn offset(&self) -> f64 {
+        self.inner.offset() as f64
+    }
+
+    /// Writes the tokens allowed next into row `row` (default 0) of `bitmask`, a
+    /// `Uint32Array` of rows of `ceil(vocabularySize / 32)` words: bit t % 32 of word
+    /// t / 32 of the row set when token t is allowed.
+    #[napi]
+    pub fn fill_next_token_bitmask(
+        &mut self,
+        mut bitmask: Uint32ArraySlice<'_>,
+        row: Option<u32>,
+    ) -> napi::Result<()> {
+        let row = row.unwrap_or(0) as usize;
+        let mask = self.compute_mask()?;
+        let words = mask.words().len();
+        let start = row * words;
+        if bitmask.len() < start + words {
+            return Err(invalid(format!(
+                "the bitmask holds {} words; row {row} of this vocabulary needs {} (allocateTokenBitmask(vocabulary.size, rows))",
+                bitmask.len(),
+                start + words
+            )));
+        }
+        // SAFETY: the array's memory stays alive and in place for this call (the
+        // argument holds it), and no JavaScript runs while it is written: this is the
+        // JavaScript thread, inside a synchronous call.
+        let words_out = unsafe { bitmask.as_mut() };
+        words_out[start..start + words].copy_from_slice(mask.words());
+        Ok(())
+    }
+
+    /// The tokens allowed next, as sorted ids (slower than the bitmask; for inspection
+    /// and tests).
+    #[napi]
+    pub fn allowed_tokens(&mut self) -> napi::Result<Vec<u32>> {
+        Ok(self.compute_mask()?.ids().collect())
+    }
+
+    /// True when token `tokenId` may come next (cheaper than a whole mask).
+    #[napi]
+    pub fn is_token_allowed(&mut self, token_id: u32) -> napi::Result<bool> {
+        self.mask()?;
+        Ok(!self.ended && self.inner.is_token_allowed(token_id))
+    }
+
+    /// An independent copy of this matcher.
+    #[napi]
+    pub fn fork(&self) -> Matcher {
+        self.copy()
+    }
+}

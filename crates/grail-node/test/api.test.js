@@ -1,0 +1,250 @@
+// The rest of the API: immutable states, errors with positions and diagnostics, grammars
+// from JSON Schema and tool registries, matchers, and token masks equal to `grail mask`.
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { grail, repo, shared, hasShared, cliPath, cliJson } = require('./helpers.js')
+
+const { GBNF, Grammar, Matcher, Vocabulary, GrammarParseError, InputParseError, ParseState } = grail
+
+const JSON_GRAMMAR = fs
+  .readFileSync(path.join(repo, 'testdata', 'match', 'json-values.match'), 'utf8')
+  .split('\n---\n')[0]
+
+test('a state is unchanged by add, and by errors', () => {
+  const start = GBNF('root ::= "ab" | "ac"')
+  const before = [...start]
+  const next = start.add('a')
+  assert.notEqual(next, start)
+  assert.deepEqual([...start], before)
+  assert.equal(start.input, '')
+  assert.equal(next.input, 'a')
+  assert.throws(() => next.add('x'), InputParseError)
+  // b and c, adjacent code points, make one range.
+  assert.deepEqual([...next], [{ type: 'char', value: [[98, 99]] }])
+  // Branching from one state: each branch evolves alone.
+  const b = next.add('b')
+  const c = next('c')
+  assert.equal(b.complete, true)
+  assert.equal(c.complete, true)
+  assert.deepEqual([...next], [{ type: 'char', value: [[98, 99]] }])
+  // Frozen: no property can be set, and rules cannot be changed.
+  assert.ok(Object.isFrozen(start))
+  const [rule] = start
+  assert.ok(Object.isFrozen(rule) && Object.isFrozen(rule.value))
+  assert.ok(start instanceof ParseState)
+  assert.equal(typeof start, 'function')
+  assert.equal(start.grammar, 'root ::= "ab" | "ac"')
+})
+
+test('a long input one character at a time, with immutable states', () => {
+  const text = '{"a": [1, 2.5, -3e10, true, null, "x\\u00e9\\n"], "b": {"c": []}}'
+  let state = GBNF(JSON_GRAMMAR)
+  const states = [state]
+  for (const character of text) {
+    state = state.add(character)
+    states.push(state)
+  }
+  assert.equal(state.complete, true)
+  // Every earlier state still answers as a fresh state at its prefix.
+  const characters = [...text]
+  for (const index of [0, 5, 17, 33, characters.length - 1]) {
+    const fresh = GBNF(JSON_GRAMMAR, characters.slice(0, index).join(''))
+    assert.deepEqual([...states[index]], [...fresh])
+  }
+})
+
+test('input errors: positions in UTF-16 units, line and column in all the input', () => {
+  const grammar = 'root ::= "é😀" [a-z]+ "\\n" "x"'
+  const state = GBNF(grammar, 'é😀ab\n')
+  assert.throws(
+    () => state.add('y'),
+    (error) => error.pos === 0 && error.line === 2 && error.column === 1 && error.src === 'é😀ab\ny'
+  )
+  assert.throws(
+    () => GBNF(grammar).add('é😀a1'),
+    (error) => {
+      assert.equal(error.pos, 4) // é is 1 unit, 😀 is 2, a is 1
+      assert.equal(error.column, 4) // in characters
+      assert.equal(error.expected, 'expected [\\na-z]')
+      return true
+    }
+  )
+})
+
+test('grammar errors: the position of the first error, and every diagnostic', () => {
+  const source = 'root ::= item+\nitem ::= "a" | undefined-rule\nother ::= [z-a\n'
+  assert.throws(
+    () => GBNF(source),
+    (error) => {
+      assert.ok(error instanceof GrammarParseError)
+      assert.ok(error instanceof grail.GrailError)
+      assert.equal(grail.GrammarError, GrammarParseError)
+      const [first] = error.diagnostics
+      assert.equal(error.pos, first.span.start)
+      assert.equal(error.reason, first.message)
+      for (const diagnostic of error.diagnostics) {
+        assert.equal(diagnostic.severity, 'error')
+        assert.ok(diagnostic.line >= 1 && diagnostic.column >= 1)
+        assert.equal(typeof diagnostic.code, 'string')
+      }
+      return true
+    }
+  )
+  // A grammar llama.cpp reads and the `gbnf` package does not: repetition, `.`, digits in
+  // names, a leading empty alternative, nested stars.
+  for (const source of [
+    'root ::= [0-9]{2,4}',
+    'root ::= . "x"',
+    'root ::= rule2\nrule2 ::= "a"',
+    'root ::= | "a"',
+    'root ::= ( [x]* )*',
+  ]) {
+    GBNF(source)
+  }
+  assert.deepEqual([...GBNF('root ::= ( [x]* )*')], [{ type: 'char', value: [120] }, { type: 'end' }])
+})
+
+test('matches, viable, forced', () => {
+  assert.equal(grail.matches('root ::= "a"+', 'aaa'), true)
+  assert.equal(grail.matches('root ::= "a"+', ''), false)
+  assert.equal(grail.viable('root ::= "a"+', ''), true)
+  assert.equal(grail.viable('root ::= "a"+', 'b'), false)
+  assert.equal(grail.forced('root ::= "hello" [a-z]', 'he'), 'llo')
+  assert.equal(grail.forced('root ::= "hello"', 'x'), null)
+  assert.equal(grail.matches('start ::= "x"', 'x', { root: 'start' }), true)
+})
+
+test('Grammar.fromJsonSchema: a grammar; a refused schema names its pointer', () => {
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 } },
+    required: ['name', 'age'],
+    additionalProperties: false,
+  }
+  const grammar = Grammar.fromJsonSchema(schema)
+  assert.ok(grammar.gbnf.includes('::='))
+  assert.equal(grail.matches(grammar, '{"name": "a", "age": 3}'), true)
+  assert.equal(grail.matches(grammar, '{"name": "a", "age": -3}'), false)
+  assert.equal(grail.matches(Grammar.fromJsonSchema(JSON.stringify(schema)), '{"name":"a","age":3}'), true)
+  const state = GBNF(grammar, '{"name": "a", "age"')
+  assert.ok([...state].length > 0)
+  assert.throws(
+    () => Grammar.fromJsonSchema({ type: 'array', uniqueItems: true }),
+    (error) => {
+      assert.ok(error instanceof grail.SchemaError)
+      assert.ok(error.diagnostics.some((d) => d.keyword === 'uniqueItems'))
+      return true
+    }
+  )
+  // Lenient: the keyword is weakened instead.
+  Grammar.fromJsonSchema({ type: 'array', uniqueItems: true }, { lenient: true })
+  assert.throws(() => Grammar.fromJsonSchema('{not json'), /not valid JSON/)
+})
+
+test('Grammar.fromTools and validateCall', () => {
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        parameters: {
+          type: 'object',
+          properties: { city: { type: 'string' } },
+          required: ['city'],
+          additionalProperties: false,
+        },
+      },
+    },
+  ]
+  const grammar = Grammar.fromTools(tools, { choice: 'required' })
+  const call = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+  assert.equal(grail.matches(grammar, call), true)
+  assert.equal(grail.matches(grammar, '{"name": "other", "arguments": {}}'), false)
+  const valid = grail.validateCall(tools, call, { choice: 'required' })
+  assert.equal(valid.valid, true)
+  assert.equal(valid.toolCalls[0].function.name, 'get_weather')
+  const invalid = grail.validateCall(tools, '{"name": "get_weather", "arguments": {}}', { choice: 'required' })
+  assert.equal(invalid.valid, false)
+  assert.match(invalid.feedback, /city/)
+  assert.ok(invalid.faults.length >= 1)
+  assert.throws(() => Grammar.fromTools(tools, { wire: 'nope' }), /wire must be one of/)
+})
+
+test('Matcher: text and tokens, rollback, fork', () => {
+  const vocabulary = Vocabulary.fromTokens(['a', 'b', 'ab', '</s>'], { special: [3], eosTokenIds: [3] })
+  assert.equal(vocabulary.size, 4)
+  assert.deepEqual(vocabulary.eosTokenIds, [3])
+  const grammar = Grammar.fromGbnf('root ::= "a" "b"+')
+  const matcher = new Matcher(grammar, vocabulary)
+  assert.deepEqual(matcher.allowedTokens(), [0, 2])
+  assert.equal(matcher.acceptToken(1), false)
+  assert.equal(matcher.acceptToken(2), true)
+  assert.deepEqual(matcher.allowedTokens(), [1, 3])
+  const fork = matcher.fork()
+  assert.equal(matcher.acceptToken(3), true)
+  assert.equal(matcher.isTerminated(), true)
+  assert.deepEqual(matcher.allowedTokens(), [])
+  matcher.rollback()
+  assert.deepEqual(matcher.allowedTokens(), [1, 3])
+  assert.equal(fork.isAccepting(), true)
+  assert.throws(() => matcher.rollback(5), /cannot roll back/)
+  assert.equal(matcher.acceptText('bb'), true)
+  assert.equal(matcher.acceptText('a'), false)
+  const bitmask = grail.allocateTokenBitmask(vocabulary.size, 2)
+  matcher.fillNextTokenBitmask(bitmask, 1)
+  assert.deepEqual(grail.bitmaskIds(bitmask, vocabulary.size, 1), [1, 3])
+  assert.deepEqual(grail.bitmaskIds(bitmask, vocabulary.size, 0), [])
+  assert.throws(() => matcher.fillNextTokenBitmask(new Uint32Array(0)), /words/)
+  assert.throws(() => new Matcher(grammar).allowedTokens(), /no vocabulary/)
+})
+
+const vocabularies = [
+  ...['byte-level.tokenizer.json', 'sentencepiece.tokenizer.json', 'tiny.vocab.json'].map((name) =>
+    path.join(repo, 'testdata', 'vocab', name)
+  ),
+  ...(hasShared
+    ? ['smollm2.vocab.json', 'llama3.vocab.json'].map((name) => path.join(shared, 'bench', 'vocab', name))
+    : []),
+].filter((file) => fs.existsSync(file))
+
+test('token masks equal `grail mask --format json`', { skip: !cliPath && 'no target/debug/grail' }, () => {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'grail-node-mask-'))
+  try {
+    const grammarFile = path.join(scratch, 'json.gbnf')
+    fs.writeFileSync(grammarFile, JSON_GRAMMAR)
+    const texts = ['', '{', '{"a', '{"a": ', '{"a": [1', '{"a": [1, "x\\u00', '{"a": [1, 2]}']
+    for (const file of vocabularies) {
+      const vocabulary = Vocabulary.fromFile(file)
+      const grammar = Grammar.fromGbnf(JSON_GRAMMAR)
+      const bitmask = grail.allocateTokenBitmask(vocabulary.size)
+      for (const text of texts) {
+        const { json } = cliJson(['mask', '--format', 'json', grammarFile, '--vocab', file, '--', text])
+        const expected = json.tokens.map((token) => token.id)
+        const matcher = new Matcher(grammar, vocabulary)
+        assert.equal(matcher.acceptText(text), true)
+        matcher.fillNextTokenBitmask(bitmask)
+        const where = `${path.basename(file)} after ${JSON.stringify(text)}`
+        assert.deepEqual(grail.bitmaskIds(bitmask, vocabulary.size), expected, where)
+        assert.deepEqual(matcher.allowedTokens(), expected, where)
+        // Through the gbnf-style state too.
+        const state = GBNF(grammar, text, { vocabulary })
+        assert.deepEqual(state.allowedTokens(), expected, where)
+        const viaState = grail.allocateTokenBitmask(vocabulary.size)
+        state.fillTokenBitmask(viaState)
+        assert.deepEqual(viaState, bitmask, where)
+      }
+    }
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true })
+  }
+})
+
+test('Vocabulary errors', () => {
+  assert.throws(() => Vocabulary.fromFile('/nonexistent/tokenizer.json'))
+  assert.throws(() => Vocabulary.fromTokens(['a'], { special: [4] }), /outside/)
+})
