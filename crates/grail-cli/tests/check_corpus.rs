@@ -52,6 +52,7 @@ const ALL_CODES: &[&str] = &[
     "rule-name-underscore",
     "line-starts-with-bar",
     "definition-expected",
+    "other-dialect",
     "rule-end-expected",
     "group-unmatched-close",
     "group-unclosed",

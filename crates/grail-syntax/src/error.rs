@@ -1,6 +1,7 @@
 //! Syntax errors: every way GBNF text can be malformed, as data.
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::dialect::Dialect;
 use crate::span::Span;
 
 /// What is wrong with the grammar text at some span.
@@ -25,6 +26,13 @@ pub enum SyntaxError {
     /// A line starts with `|`, but the rule before it ended at the line break.
     #[error("this line starts with `|`, but the rule before it ended at the line break")]
     LineStartsWithBar,
+    /// The text does not parse and reads like another grammar notation (Lark, W3C EBNF,
+    /// ISO EBNF); this replaces the first error, at the first sign of that notation.
+    #[error("this looks like {}, not GBNF", dialect.name())]
+    OtherDialect {
+        /// The notation it reads like.
+        dialect: Dialect,
+    },
     /// `::=` must follow a rule's name.
     #[error("expected `::=` after the rule name")]
     DefinitionExpected,
@@ -124,6 +132,7 @@ impl SyntaxError {
             SyntaxError::RuleNameExpected { .. } => "rule-name-expected",
             SyntaxError::RuleNameUnderscore { .. } => "rule-name-underscore",
             SyntaxError::LineStartsWithBar => "line-starts-with-bar",
+            SyntaxError::OtherDialect { .. } => "other-dialect",
             SyntaxError::DefinitionExpected => "definition-expected",
             SyntaxError::RuleEndExpected { .. } => "rule-end-expected",
             SyntaxError::GroupUnmatchedClose => "group-unmatched-close",
@@ -161,6 +170,7 @@ impl SyntaxError {
                 name.replace('_', "-")
             ),
             SyntaxError::LineStartsWithBar => "a line break ends a rule unless the line ends with `|`; move this `|` to the end of the line before, or wrap the alternatives in parentheses".into(),
+            SyntaxError::OtherDialect { dialect } => dialect.help().into(),
             SyntaxError::DefinitionExpected => "write the rule as `name ::= ...`".into(),
             SyntaxError::RuleEndExpected { found } | SyntaxError::GroupUnclosed { found }
                 if found == "`'`" =>

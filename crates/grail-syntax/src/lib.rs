@@ -13,6 +13,7 @@
 
 pub mod ast;
 pub mod diagnostic;
+pub mod dialect;
 pub mod error;
 pub mod escape;
 pub mod format;

@@ -14,7 +14,8 @@
 //! broken rule. Two errors leave the rest of their line readable, so parsing goes on
 //! there: a name with `_` (the rule is kept, named as written) and a line that starts
 //! with `|` after a rule has ended (its alternatives are read and dropped), so every
-//! broken line of a rule is reported in one run.
+//! broken line of a rule is reported in one run. A text that does not parse and reads
+//! like another notation (Lark, W3C EBNF, ISO EBNF) is said to, at its first error.
 
 use std::collections::HashMap;
 
@@ -116,6 +117,7 @@ pub fn parse_with_limits(source: &str, limits: &ParseLimits) -> Parsed {
     };
     let rules = parser.parse_rules();
     parser.errors.sort_by_key(|error| error.span.start);
+    name_other_dialect(text, &mut parser.errors);
     Parsed {
         grammar: Grammar {
             rules,
@@ -123,6 +125,27 @@ pub fn parse_with_limits(source: &str, limits: &ParseLimits) -> Parsed {
         },
         errors: parser.errors,
     }
+}
+
+/// When the text has errors and reads like another notation ([`crate::dialect`]), the
+/// first error (after a NUL byte's) becomes [`SyntaxError::OtherDialect`], at the first
+/// sign of that notation.
+fn name_other_dialect(text: &str, errors: &mut [ParseError]) {
+    let Some(first) = errors
+        .iter()
+        .position(|error| error.kind != SyntaxError::NulByte)
+    else {
+        return;
+    };
+    let Some((dialect, span)) = crate::dialect::detect(text) else {
+        return;
+    };
+    errors[first] = ParseError {
+        kind: SyntaxError::OtherDialect { dialect },
+        span,
+        related: None,
+    };
+    errors.sort_by_key(|error| error.span.start);
 }
 
 /// Checks that `bytes` are UTF-8, with an error at the first invalid byte otherwise.
