@@ -4,6 +4,7 @@ mod bench;
 mod bench_agent;
 mod check;
 mod feed;
+mod fix;
 mod format;
 mod generate;
 mod grammar;
@@ -49,6 +50,16 @@ enum Command {
     /// Exit status: 0 on success, 1 when a grammar does not parse or (--check) is not
     /// formatted, 2 on usage or I/O errors.
     Fmt(format::FmtArgs),
+    /// Fix what can be fixed mechanically: rule names with `_` (renamed with `-` everywhere),
+    /// lines that start with `|` (joined to their rule), reversed ranges (ends swapped,
+    /// escapes kept), repetitions over llama.cpp's 2000 (split into pieces it reads).
+    ///
+    /// Each fix is reported on stderr as `file:line: what changed`, and the fixed grammar
+    /// is checked again before it is printed or written. Prints the fixed grammar to stdout
+    /// unless --write or --check is given. Exit status: 0 when the fixed grammar is valid,
+    /// 1 when errors are left (or, with --check, when something would be fixed), 2 on
+    /// usage or I/O errors.
+    Fix(fix::FixArgs),
     /// Match text against a grammar: where it broke and what was expected there.
     ///
     /// Exit status: 0 when the whole text matches (--prefix: when it can still be
@@ -145,6 +156,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => format::run(&args),
+        Command::Fix(args) => fix::run(&args),
         Command::Match(args) => match_text::run(&args),
         Command::Next(args) => next::run(&args),
         Command::Sample(args) => sample::run(&args),

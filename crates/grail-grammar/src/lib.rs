@@ -2,6 +2,8 @@
 //!
 //! - [`check`] parses GBNF text, lowers it to the IR ([`Grammar`]) and runs every check,
 //!   returning diagnostics as data (errors, warnings, notes) for a [`Target`] engine.
+//! - [`fix()`] makes the mechanical repairs (names with `_`, lines that start with `|`,
+//!   reversed ranges, repetitions llama.cpp cannot read) in the text, checked.
 //! - [`GrammarBuilder`] makes grammars as data for generators (JSON Schema, tool calls)
 //!   and [`print_grammar`] prints them as GBNF that llama.cpp reads identically.
 //!
@@ -20,6 +22,7 @@ pub mod charset;
 pub mod check;
 pub mod compose;
 pub mod finding;
+pub mod fix;
 pub mod graph;
 pub mod ir;
 pub mod limits;
@@ -33,6 +36,7 @@ pub use builder::{BuildError, Expr, GrammarBuilder};
 pub use charset::CharSet;
 pub use check::{CheckOptions, CheckReport, check};
 pub use finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
+pub use fix::{Fix, FixError, FixKind, Fixed, SplitReason, fix};
 pub use ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
 };

@@ -1,8 +1,9 @@
 //! Property tests: no input makes checking panic; printing the IR and reading it back gives
-//! the same IR; formatting is idempotent and keeps the grammar and its comments.
+//! the same IR; formatting is idempotent and keeps the grammar and its comments, whatever
+//! escapes the characters are written with; `fix` never fails and is a fixed point.
 
 use grail_grammar::{
-    CharSet, CheckOptions, Expr, Grammar, GrammarBuilder, RuleId, Symbol, SymbolKind, check,
+    CharSet, CheckOptions, Expr, Grammar, GrammarBuilder, RuleId, Symbol, SymbolKind, check, fix,
     print_grammar,
 };
 use grail_syntax::{FormatError, Span, format_verified};
@@ -24,9 +25,18 @@ const ALPHABET: &[char] = &[
 ];
 
 /// Checks `source`; when it parses, formatting must keep its grammar and comments and be
-/// a fixed point.
+/// a fixed point. Fixing it must succeed (its own check of each round passes) and leave
+/// nothing more to fix.
 fn check_and_format(source: &str) {
     let _ = check(source, &CheckOptions::default());
+    let fixed = fix(source).unwrap_or_else(|error| panic!("{error}\n--- source\n{source}"));
+    let again = fix(&fixed.source).unwrap();
+    assert!(
+        again.fixes.is_empty(),
+        "fixing twice: {:?}\n--- source\n{source}\n--- fixed\n{}",
+        again.fixes,
+        fixed.source
+    );
     match format_verified(source) {
         Ok(formatted) => assert_eq!(
             format_verified(&formatted).as_ref(),
@@ -112,6 +122,34 @@ proptest! {
     }
 
     #[test]
+    fn formatting_keeps_the_grammar_whatever_the_escapes(
+        literal in proptest::collection::vec((code_point(), 0..4usize), 0..6),
+        class in proptest::collection::vec((code_point(), code_point(), any::<bool>(), 0..4usize), 1..4),
+    ) {
+        let mut source = String::from("root ::= \"");
+        for &(character, style) in &literal {
+            source.push_str(&spelled(character, style, '"'));
+        }
+        source.push_str("\" [");
+        for &(first, last, is_range, style) in &class {
+            source.push_str(&spelled(first, style, ']'));
+            if is_range {
+                source.push('-');
+                source.push_str(&spelled(last, style, ']'));
+            }
+        }
+        source.push_str("]\n");
+        let formatted = format_verified(&source)
+            .unwrap_or_else(|error| panic!("{error}\n--- source\n{source}"));
+        let reformatted = format_verified(&formatted);
+        prop_assert_eq!(reformatted.as_ref(), Ok(&formatted));
+        // Same language: the checked grammars are equal.
+        let before = check(&source, &CheckOptions::default()).grammar.map(|grammar| normalized(&grammar));
+        let after = check(&formatted, &CheckOptions::default()).grammar.map(|grammar| normalized(&grammar));
+        prop_assert_eq!(before, after, "\n{}\n{}", source, formatted);
+    }
+
+    #[test]
     fn formatting_keeps_comments_anywhere_they_are_allowed(spec in grammar_spec(), picks in proptest::collection::vec(any::<u16>(), 0..6)) {
         let printed = print_grammar(&build(&spec));
         let mut lines: Vec<String> = printed.lines().map(str::to_string).collect();
@@ -124,6 +162,33 @@ proptest! {
             }
         }
         check_and_format(&(lines.join("\n") + "\n"));
+    }
+}
+
+/// Code points worth spelling in several ways: plain, spaces, controls, combining marks,
+/// private-use, unassigned, noncharacters, astral, and characters GBNF escapes.
+fn code_point() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        proptest::sample::select(vec![
+            0x41, 0x7A, 0x20, 0x0A, 0x09, 0x00, 0x7F, 0x85, 0xA0, 0xE9, 0x300, 0x301, 0x36F,
+            0x200C, 0x2028, 0xD7FF, 0xE000, 0xFEFF, 0xFFFD, 0xFFFF, 0x10000, 0x10FFFF, 0x22, 0x5C,
+            0x5D, 0x5B, 0x2D, 0x5E, 0x23,
+        ]),
+        (0u32..0x110000).prop_filter("not a surrogate", |c| !(0xD800..0xE000).contains(c)),
+    ]
+}
+
+/// `character` spelled raw (style 0, where that is safe) or as `\x`, `\u` or `\U`
+/// escapes (styles 1 to 3, the smallest that fits); `closing` ends the literal or class.
+fn spelled(character: u32, style: usize, closing: char) -> String {
+    let raw = char::from_u32(character).filter(|&raw| {
+        !raw.is_control() && !matches!(raw, '\\' | '-' | '^' | '#') && raw != closing
+    });
+    match (style, raw) {
+        (0, Some(raw)) => raw.to_string(),
+        _ if style <= 1 && character <= 0xFF => format!("\\x{character:02X}"),
+        _ if style <= 2 && character <= 0xFFFF => format!("\\u{character:04x}"),
+        _ => format!("\\U{character:08X}"),
     }
 }
 

@@ -162,14 +162,14 @@ impl SyntaxError {
                 "a rule is written `name ::= ...`; names use ASCII letters, digits and '-'".into()
             }
             SyntaxError::RuleNameUnderscore { name, uses: 1 } => format!(
-                "rule names cannot contain '_'; try `{}`",
+                "rule names cannot contain '_'; try `{}` (`grail fix` renames it)",
                 name.replace('_', "-")
             ),
             SyntaxError::RuleNameUnderscore { name, uses } => format!(
-                "rule names cannot contain '_'; try `{}`, everywhere the name is written ({uses} places)",
+                "rule names cannot contain '_'; try `{}`, everywhere the name is written ({uses} places; `grail fix` renames them all)",
                 name.replace('_', "-")
             ),
-            SyntaxError::LineStartsWithBar => "a line break ends a rule unless the line ends with `|`; move this `|` to the end of the line before, or wrap the alternatives in parentheses".into(),
+            SyntaxError::LineStartsWithBar => "a line break ends a rule unless the line ends with `|`; move this `|` to the end of the line before (`grail fix` does), or wrap the alternatives in parentheses".into(),
             SyntaxError::OtherDialect { dialect } => dialect.help().into(),
             SyntaxError::DefinitionExpected => "write the rule as `name ::= ...`".into(),
             SyntaxError::RuleEndExpected { found } | SyntaxError::GroupUnclosed { found }
