@@ -5,7 +5,8 @@ the extension) into ~/.cache/grail/py-venv with pytest, then runs crates/grail-p
     python3 scripts/python_test.py [pytest arguments]
 
 Exit status: pytest's; 0 with a "skipped:" line when no venv can be made or PyPI cannot be
-reached for the build tools (maturin) and pytest.
+reached for the build tools (maturin) and pytest. torch and transformers are installed
+too where they can be (the logits processor's tests skip without them).
 """
 import os
 import subprocess
@@ -40,6 +41,12 @@ def main():
     # Its one dependency, numpy, from PyPI.
     if subprocess.run([python, "-m", "pip", "install", "--quiet", "numpy>=1.22"]).returncode != 0:
         skip("cannot install numpy from PyPI")
+    # For the transformers processor's tests (a tiny model built from a config): torch
+    # from PyPI brings its CUDA libraries (about 5 GB, two minutes here); where it cannot
+    # be installed, those tests skip with a message.
+    print("pip install torch transformers (for the logits processor's tests)", flush=True)
+    if subprocess.run([python, "-m", "pip", "install", "--quiet", "torch", "transformers"]).returncode != 0:
+        print("skipped: the transformers processor's tests: torch and transformers could not be installed", flush=True)
     tests = os.path.join(REPO, "crates", "grail-py", "tests")
     sys.exit(subprocess.run([python, "-m", "pytest", "-q", tests, *sys.argv[1:]], cwd=tests).returncode)
 

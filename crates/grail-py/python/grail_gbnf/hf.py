@@ -26,8 +26,10 @@ class GrailLogitsProcessor:
 
     Each row's matcher follows the tokens generated after the prompt. Rows may be
     reordered between steps (beam search): a row continues from the matcher whose tokens
-    are the longest prefix of its own (forked), so beams cost no replay. Use one
-    processor per `generate` call.
+    are the longest prefix of its own (forked), so beams cost no replay. A row that has
+    written an end-of-generation token is finished: what transformers appends after it
+    (padding) is not checked, and its scores are left as they are. Use one processor per
+    `generate` call.
     """
 
     def __init__(self, grammar: Grammar, vocabulary: Vocabulary) -> None:
@@ -38,6 +40,7 @@ class GrailLogitsProcessor:
         # New rows fork one matcher, so they share its mask cache.
         self._start = Matcher(grammar, vocabulary)
         self._bitmask = None
+        self._end_tokens = frozenset(vocabulary.eos_token_ids)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
@@ -59,16 +62,22 @@ class GrailLogitsProcessor:
                 matcher, done = self._start.fork(), []
             else:
                 matcher, done = base["matcher"].fork(), list(base["tokens"])
+            finished = base is not None and base["finished"]
             for token in tokens[len(done):]:
-                if not matcher.accept_token(token):
-                    raise ValueError(f"token {token} does not follow the grammar (was the processor reused?)")
+                if not finished:
+                    if not matcher.accept_token(token):
+                        raise ValueError(f"token {token} does not follow the grammar (was the processor reused?)")
+                    finished = token in self._end_tokens
                 done.append(token)
-            states.append({"matcher": matcher, "tokens": done})
+            states.append({"matcher": matcher, "tokens": done, "finished": finished})
         self._states = states
         width = int(scores.shape[-1])
         if self._bitmask is None or self._bitmask.shape[0] != batch:
             self._bitmask = allocate_token_bitmask(batch, width)
         for row, state in enumerate(states):
-            state["matcher"].fill_next_token_bitmask(self._bitmask, row)
+            if state["finished"]:
+                self._bitmask[row] = -1
+            else:
+                state["matcher"].fill_next_token_bitmask(self._bitmask, row)
         apply_token_bitmask_inplace(scores, self._bitmask)
         return scores
