@@ -221,10 +221,17 @@ function inputText(input) {
 }
 
 const INNER = Symbol('grail-gbnf.state')
+const UNNUMBERED = 4294967295
 
 /**
  * An immutable parse state: a grammar and the input so far. Iterate it for the rules of
  * what may come next; `add(text)` (or calling the state) returns a new state.
+ *
+ * States of one `GBNF()` call share native matchers: a chain of `add`s moves one matcher
+ * on (it keeps its history), and a state that is no longer at the end of its chain gets a
+ * copy of the matcher rolled back to it when it is asked something (then it heads a chain
+ * of its own). Rule lists are numbered by the addon, and each distinct list is turned into
+ * (frozen) objects once.
  */
 function ParseState() {
   throw new TypeError('parse states come from GBNF(grammar, input)')
@@ -234,14 +241,23 @@ Object.setPrototypeOf(ParseState.prototype, Function.prototype)
 function makeState(inner) {
   const state = (input) => state.add(input)
   Object.setPrototypeOf(state, ParseState.prototype)
-  Object.defineProperty(state, INNER, { value: inner })
-  return Object.freeze(state)
+  state[INNER] = inner
+  return state
 }
 
 function innerOf(state) {
   const inner = state?.[INNER]
   if (!inner) throw new TypeError('not a grail-gbnf parse state')
   return inner
+}
+
+/** The native matcher at this state (the chain's, or a copy rolled back to it). */
+function matcherOf(inner) {
+  const chain = inner.chain
+  if (chain.head !== inner) {
+    inner.chain = { matcher: chain.matcher.forkAt(inner.length), head: inner }
+  }
+  return inner.chain.matcher
 }
 
 function frozenRules(matcher) {
@@ -256,33 +272,63 @@ function frozenRules(matcher) {
   return Object.freeze(rules)
 }
 
+function stateRules(state) {
+  const inner = innerOf(state)
+  if (inner.rules !== null) return inner.rules
+  const family = inner.family
+  let number = inner.number
+  if (number === undefined) number = matcherOf(inner).rulesNumberNow()
+  let rules = number === UNNUMBERED ? undefined : family.rules[number]
+  if (rules === undefined) {
+    rules = frozenRules(matcherOf(inner))
+    if (number !== UNNUMBERED) family.rules[number] = rules
+  }
+  inner.rules = rules
+  return rules
+}
+
+function advanced(inner, input) {
+  const text = inputText(input)
+  const matcher = matcherOf(inner)
+  // One character (the usual step) goes as a code point: no string to convert.
+  const code = text.length === 1 || (text.length === 2 && text.codePointAt(0) > 0xffff) ? text.codePointAt(0) : -1
+  const number = code >= 0 && (code < 0xd800 || code > 0xdfff) ? matcher.stepChar(code) : matcher.step(text)
+  if (number < 0) {
+    const failure = matcher.advance(text)
+    throw new InputParseError(input, failure.pos, inner.input, failure.expected)
+  }
+  const next = {
+    family: inner.family,
+    chain: inner.chain,
+    // One history step per UTF-8 byte accepted.
+    length: inner.length + (text.length === 1 && text.charCodeAt(0) < 0x80 ? 1 : Buffer.byteLength(text)),
+    input: inner.input + text,
+    number,
+    rules: null,
+  }
+  inner.chain.head = next
+  return makeState(next)
+}
+
 Object.assign(ParseState.prototype, {
-  /** The rules of what may come next (frozen objects; the same on every call). */
+  /** The rules of what may come next (frozen objects). */
   *rules() {
     yield* stateRules(this)
   },
 
   /** A new state: this one after `input` (a string, a code point or code points). */
   add(input) {
-    const inner = innerOf(this)
-    const text = inputText(input)
-    const result = inner.matcher.add(text)
-    if (result instanceof Matcher) {
-      return makeState({ ...inner, matcher: result, input: inner.input + text, rules: null })
-    }
-    throw new InputParseError(input, result.pos, inner.input, result.expected)
+    return advanced(innerOf(this), input)
   },
 
   /** Forced text: what the grammar allows next whatever comes (at most `maxChars`). */
   forced(maxChars = 256) {
-    return innerOf(this).matcher.forced(maxChars)
+    return matcherOf(innerOf(this)).forced(maxChars)
   },
 
   /** Writes the tokens allowed next into row `row` of `bitmask` (needs a vocabulary). */
   fillTokenBitmask(bitmask, row = 0) {
-    const inner = innerOf(this)
-    // The state's own matcher stays as it is; masks need a mutable one.
-    tokenMatcher(inner).fillNextTokenBitmask(bitmask, row)
+    tokenMatcher(innerOf(this)).fillNextTokenBitmask(bitmask, row)
   },
 
   /** The tokens allowed next, sorted (needs a vocabulary). */
@@ -292,7 +338,8 @@ Object.assign(ParseState.prototype, {
 
   /** A native `Matcher` at this state (a copy: it can change without changing this). */
   matcher() {
-    return innerOf(this).matcher.fork()
+    const inner = innerOf(this)
+    return matcherOf(inner).forkAt(inner.length)
   },
 })
 
@@ -300,18 +347,12 @@ ParseState.prototype[Symbol.iterator] = function () {
   return stateRules(this)[Symbol.iterator]()
 }
 
-function stateRules(state) {
-  const inner = innerOf(state)
-  if (inner.rules === null) inner.rules = frozenRules(inner.matcher)
-  return inner.rules
-}
-
 function tokenMatcher(inner) {
-  if (!inner.vocabulary) {
+  if (!inner.family.vocabulary) {
     throw new GrailError('this state has no vocabulary: GBNF(grammar, input, { vocabulary })')
   }
-  if (!inner.tokens) inner.tokens = inner.matcher.fork()
-  return inner.tokens
+  // Masks do not move the matcher.
+  return matcherOf(inner)
 }
 
 for (const [name, get] of Object.entries({
@@ -321,7 +362,7 @@ for (const [name, get] of Object.entries({
   },
   /** The grammar, as GBNF text. */
   grammar() {
-    return innerOf(this).grammar.gbnf
+    return innerOf(this).family.grammar.gbnf
   },
   /** The input so far. */
   input() {
@@ -329,18 +370,18 @@ for (const [name, get] of Object.entries({
   },
   /** True when the input so far is a complete match. */
   complete() {
-    return innerOf(this).matcher.isAccepting()
+    return matcherOf(innerOf(this)).isAccepting()
   },
   /** True when the input so far can be completed (false only for a grammar that matches nothing). */
   viable() {
-    return innerOf(this).matcher.isViable()
+    return matcherOf(innerOf(this)).isViable()
   },
 })) {
   Object.defineProperty(ParseState.prototype, name, { get, configurable: true })
 }
 
 Object.defineProperty(ParseState, Symbol.hasInstance, {
-  value: (value) => typeof value === 'function' && Object.prototype.hasOwnProperty.call(value, INNER),
+  value: (value) => typeof value === 'function' && value[INNER] !== undefined,
 })
 
 /**
@@ -348,24 +389,23 @@ Object.defineProperty(ParseState, Symbol.hasInstance, {
  * `Grammar`) after `initial` input. Throws `GrammarParseError` for a grammar Grail
  * refuses and `InputParseError` for input the grammar does not allow.
  *
- * `options.root` picks the start rule; `options.vocabulary` lets the state fill token
- * masks.
+ * `options.root` picks the start rule, `options.target` (`llama.cpp`) refuses what
+ * llama.cpp refuses; `options.vocabulary` lets the state fill token masks.
  */
 function GBNF(grammar, initial = '', options = {}) {
   const compiled = toGrammar(grammar, options)
   const matcher = options.vocabulary ? new Matcher(compiled, options.vocabulary) : new Matcher(compiled)
-  // States never roll back: a short history keeps each `add` (a fork) small.
-  matcher.setHistoryLimit(8)
-  const start = makeState({
-    grammar: compiled,
-    matcher,
-    vocabulary: options.vocabulary ?? null,
+  const inner = {
+    family: { grammar: compiled, vocabulary: options.vocabulary ?? null, rules: [] },
+    chain: null,
+    length: 0,
     input: '',
+    number: undefined,
     rules: null,
-    tokens: null,
-  })
-  const text = inputText(initial)
-  return text === '' ? start : start.add(initial)
+  }
+  inner.chain = { matcher, head: inner }
+  const start = makeState(inner)
+  return inputText(initial) === '' ? start : start.add(initial)
 }
 
 // --------------------------------------------------------------------------- helpers

@@ -1,11 +1,14 @@
 //! `Matcher`: a parse state over one grammar (and optionally a vocabulary) — text or
 //! tokens in; next-character rules, forced text and token masks out.
 
-use grail_engine::{AcceptError, Matcher as RustMatcher, NextRule};
+use std::sync::{Arc, Mutex};
+
+use grail_engine::{AcceptError, Matcher as RustMatcher, NextCharacters, NextRule};
 use grail_vocab::TokenBitmask;
 use napi::Either;
 use napi::bindgen_prelude::Uint32ArraySlice;
 use napi_derive::napi;
+use rustc_hash::FxHashMap;
 
 use crate::errors::{invalid, utf16_index};
 use crate::grammar::Grammar;
@@ -38,6 +41,49 @@ pub struct Matcher {
     ended: bool,
     /// `ended` before each accepted token (for rollback).
     ended_history: Vec<bool>,
+    /// Numbers for the distinct rule lists met, shared with forks (see `step`).
+    rule_lists: Arc<Mutex<RuleLists>>,
+}
+
+/// Distinct next-character rule lists, numbered in the order met: the JavaScript states
+/// keep the rule objects of each number, so a step whose rules were met before builds no
+/// objects.
+#[derive(Default)]
+struct RuleLists {
+    numbers: FxHashMap<Vec<u32>, u32>,
+    /// The key being looked up (kept to reuse its allocation).
+    key: Vec<u32>,
+}
+
+/// Most rule lists numbered per grammar; past that, steps report "not numbered".
+const MAX_RULE_LISTS: usize = 1 << 14;
+
+/// "Not numbered": the caller asks for the rules themselves.
+const UNNUMBERED: u32 = u32::MAX;
+
+/// The rules as numbers: per rule its kind, its length and its items.
+fn encode(next: &NextCharacters, out: &mut Vec<u32>) {
+    out.clear();
+    for rule in &next.rules {
+        match rule {
+            NextRule::Char(ranges) | NextRule::CharExclude(ranges) => {
+                out.push(if matches!(rule, NextRule::Char(_)) {
+                    0
+                } else {
+                    1
+                });
+                out.push(ranges.len() as u32);
+                for &(first, last) in ranges {
+                    out.extend([first, last]);
+                }
+            }
+            NextRule::Token { ids, negated } => {
+                out.extend([2 + u32::from(*negated), ids.len() as u32]);
+                out.extend(ids);
+            }
+            NextRule::End => out.push(4),
+        }
+    }
 }
 
 impl Matcher {
@@ -71,7 +117,79 @@ impl Matcher {
             mask: self.mask.clone(),
             ended: self.ended,
             ended_history: self.ended_history.clone(),
+            rule_lists: self.rule_lists.clone(),
         }
+    }
+
+    /// Accepts `text` all or nothing: None, or where it stopped matching (the state
+    /// unchanged).
+    fn advance_text(&mut self, text: &str) -> napi::Result<Option<InputFailure>> {
+        if self.ended && !text.is_empty() {
+            return Ok(Some(InputFailure {
+                pos: 0,
+                offset: 0,
+                expected: "nothing can come next".to_string(),
+            }));
+        }
+        let before = self.inner.history_len();
+        match self.inner.accept_str(text) {
+            Ok(()) => Ok(None),
+            Err(AcceptError::Rejected { consumed }) => {
+                // What could have come at the start of the refused character.
+                let mut start = consumed;
+                while !text.is_char_boundary(start) {
+                    start -= 1;
+                }
+                if consumed > start {
+                    self.inner.rollback(consumed - start);
+                }
+                let failure = InputFailure {
+                    pos: utf16_index(text, start),
+                    offset: start as u32,
+                    expected: expected(&self.inner.next_characters()),
+                };
+                let taken = self.inner.history_len().saturating_sub(before);
+                self.inner.rollback(taken);
+                Ok(Some(failure))
+            }
+            Err(AcceptError::Limit { limit, .. }) => {
+                let taken = self.inner.history_len().saturating_sub(before);
+                self.inner.rollback(taken);
+                Err(limit_error(limit))
+            }
+            Err(other) => Err(napi::Error::from_reason(other.to_string())),
+        }
+    }
+
+    /// `step` on text.
+    fn step_text(&mut self, text: &str) -> napi::Result<f64> {
+        if self.advance_text(text)?.is_some() {
+            return Ok(-1.0);
+        }
+        Ok(f64::from(self.rules_number()))
+    }
+
+    /// The number of the current rule list (`UNNUMBERED` past the cap).
+    fn rules_number(&self) -> u32 {
+        if self.ended {
+            return UNNUMBERED;
+        }
+        let next = self.inner.next_characters();
+        let mut lists = self
+            .rule_lists
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lists = &mut *lists;
+        encode(&next, &mut lists.key);
+        if let Some(&number) = lists.numbers.get(&lists.key) {
+            return number;
+        }
+        if lists.numbers.len() >= MAX_RULE_LISTS {
+            return UNNUMBERED;
+        }
+        let number = lists.numbers.len() as u32;
+        lists.numbers.insert(lists.key.clone(), number);
+        number
     }
 }
 
@@ -91,12 +209,14 @@ impl Matcher {
                 mask: Some(TokenBitmask::new(vocabulary.index.vocabulary().len())),
                 ended: false,
                 ended_history: Vec::new(),
+                rule_lists: Arc::default(),
             },
             None => Matcher {
                 inner: RustMatcher::new(&grammar.compiled),
                 mask: None,
                 ended: false,
                 ended_history: Vec::new(),
+                rule_lists: Arc::default(),
             },
         }
     }
@@ -114,33 +234,62 @@ impl Matcher {
     #[napi]
     pub fn add(&self, text: String) -> napi::Result<Either<Matcher, InputFailure>> {
         let mut next = self.copy();
-        if next.ended && !text.is_empty() {
-            return Ok(Either::B(InputFailure {
-                pos: 0,
-                offset: 0,
-                expected: "nothing can come next".to_string(),
-            }));
+        Ok(match next.advance_text(&text)? {
+            None => Either::A(next),
+            Some(failure) => Either::B(failure),
+        })
+    }
+
+    /// Accepts `text` in this matcher, all or nothing: null, or where it stopped matching
+    /// (this matcher unchanged).
+    #[napi]
+    pub fn advance(&mut self, text: String) -> napi::Result<Option<InputFailure>> {
+        self.advance_text(&text)
+    }
+
+    /// One step of an immutable state, in one call: accepts `text` all or nothing, then
+    /// numbers the rule list that follows. Returns that number (the same for the same
+    /// rules, in this matcher and its forks; 4294967295 when not numbered), or -1 when
+    /// the text is refused (this matcher unchanged; `advance` says where).
+    #[napi]
+    pub fn step(&mut self, text: String) -> napi::Result<f64> {
+        self.step_text(&text)
+    }
+
+    /// `step` for one character given by its code point (no string to convert).
+    #[napi]
+    pub fn step_char(&mut self, code_point: u32) -> napi::Result<f64> {
+        let Some(character) = char::from_u32(code_point) else {
+            return Ok(-1.0);
+        };
+        let mut buffer = [0u8; 4];
+        self.step_text(character.encode_utf8(&mut buffer))
+    }
+
+    /// The number of the current rule list (see `step`).
+    #[napi]
+    pub fn rules_number_now(&self) -> f64 {
+        f64::from(self.rules_number())
+    }
+
+    /// Steps (bytes) in the history: `forkAt` takes such a length.
+    #[napi(getter)]
+    pub fn history_length(&self) -> f64 {
+        self.inner.history_len() as f64
+    }
+
+    /// A copy of this matcher as it was when its history was `length` steps long.
+    #[napi]
+    pub fn fork_at(&self, length: f64) -> napi::Result<Matcher> {
+        let mut copy = self.copy();
+        let back = copy.inner.history_len() as f64 - length;
+        if back < 0.0 || !copy.inner.rollback(back as usize) {
+            return Err(invalid(format!(
+                "no state at history length {length}: the history holds {}",
+                self.inner.history_len()
+            )));
         }
-        match next.inner.accept_str(&text) {
-            Ok(()) => Ok(Either::A(next)),
-            Err(AcceptError::Rejected { consumed }) => {
-                // Step back to the start of a character begun but not finished.
-                let mut start = consumed;
-                while !text.is_char_boundary(start) {
-                    start -= 1;
-                }
-                if consumed > start {
-                    next.inner.rollback(consumed - start);
-                }
-                Ok(Either::B(InputFailure {
-                    pos: utf16_index(&text, start),
-                    offset: start as u32,
-                    expected: expected(&next.inner.next_characters()),
-                }))
-            }
-            Err(AcceptError::Limit { limit, .. }) => Err(limit_error(limit)),
-            Err(other) => Err(napi::Error::from_reason(other.to_string())),
-        }
+        Ok(copy)
     }
 
     /// Accepts text: true when the grammar allows it; false, with the state unchanged,
