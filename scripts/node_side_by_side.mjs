@@ -368,6 +368,42 @@ console.log(
     `${[...gbnfThrows, ...gbnfWrong].filter((r) => r.exact.grail).length}`
 )
 
+// Error positions: the invalid grammars of testdata/check and llama.cpp's parser
+// rejections; where both packages throw with a position, is it the same string index?
+{
+  const invalid = []
+  const directory = path.join(repo, 'testdata', 'check', 'invalid')
+  for (const name of fs.readdirSync(directory).filter((n) => n.endsWith('.gbnf')).sort()) {
+    invalid.push([name, fs.readFileSync(path.join(directory, name), 'utf8')])
+  }
+  cases.parser_rejects.forEach((item, index) => invalid.push([`parser_rejects[${index}]`, item.grammar]))
+  const position = (f) => {
+    try {
+      f()
+      return 'reads it'
+    } catch (error) {
+      return typeof error?.pos === 'number' ? error.pos : `throws ${error?.name ?? 'an error'} without a position`
+    }
+  }
+  let both = 0
+  let same = 0
+  const differing = []
+  for (const [name, text] of invalid) {
+    const ours = position(() => grail.GBNF(text, '', { target: 'llama.cpp' }))
+    const theirs = position(() => GBNF(text))
+    if (typeof ours === 'number' && typeof theirs === 'number') {
+      both += 1
+      if (ours === theirs) same += 1
+      else differing.push(`${name}: gbnf ${theirs}, Grail ${ours}`)
+    } else if (typeof ours !== 'number' || typeof theirs !== 'number') {
+      differing.push(`${name}: gbnf ${theirs}, Grail ${ours}`)
+    }
+  }
+  console.log(`\ngrammar error positions (${invalid.length} grammars llama.cpp refuses): both give one on ${both}, the same on ${same}`)
+  for (const line of differing) console.log(`    ${line}`)
+  details.error_positions = { grammars: invalid.length, both, same, differing }
+}
+
 // ------------------------------------------------------------------- per-step timing
 
 /** A deterministic JSON document of about `size` bytes that llama.cpp's json.gbnf reads. */

@@ -53,4 +53,4 @@ else
 fi
 
 export GRAIL_GBNF_PACKAGE="$package"
-exec node --test --test-reporter=tap "$@" "$repo"/crates/grail-node/test/*.test.js
+exec node --test --test-reporter=tap "$@" "$repo"/crates/grail-node/test/*.test.js "$repo"/crates/grail-node/test/*.test.mjs

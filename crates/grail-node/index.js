@@ -473,28 +473,28 @@ function validateCall(tools, output, options = {}) {
   return toolCallsJson === undefined ? rest : { ...rest, toolCalls: JSON.parse(toolCallsJson) }
 }
 
+// Named exports written one by one, so that Node's ES module loader sees them
+// (`import GBNF, { RuleType } from 'grail-gbnf'`).
 module.exports = GBNF
-Object.assign(module.exports, {
-  default: GBNF,
-  GBNF,
-  RuleType,
-  isRange,
-  ParseState,
-  GrailError,
-  GrammarParseError,
-  GrammarError: GrammarParseError,
-  InputParseError,
-  SchemaError,
-  ToolsError,
-  Grammar,
-  Matcher,
-  Vocabulary,
-  matches,
-  viable,
-  forced,
-  check,
-  validateCall,
-  allocateTokenBitmask,
-  bitmaskIds,
-  version: native.version(),
-})
+module.exports.default = GBNF
+module.exports.GBNF = GBNF
+module.exports.RuleType = RuleType
+module.exports.isRange = isRange
+module.exports.ParseState = ParseState
+module.exports.GrailError = GrailError
+module.exports.GrammarParseError = GrammarParseError
+module.exports.GrammarError = GrammarParseError
+module.exports.InputParseError = InputParseError
+module.exports.SchemaError = SchemaError
+module.exports.ToolsError = ToolsError
+module.exports.Grammar = Grammar
+module.exports.Matcher = Matcher
+module.exports.Vocabulary = Vocabulary
+module.exports.matches = matches
+module.exports.viable = viable
+module.exports.forced = forced
+module.exports.check = check
+module.exports.validateCall = validateCall
+module.exports.allocateTokenBitmask = allocateTokenBitmask
+module.exports.bitmaskIds = bitmaskIds
+module.exports.version = native.version()
