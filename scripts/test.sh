@@ -34,3 +34,11 @@ else
     echo "skipped: the server test: no python3 for the OpenAI client"
     echo "skipped: the Python package tests: no python3"
 fi
+
+# The Node package: `npm install ./crates/grail-node` into ~/.cache/grail/node-test, then
+# its tests with Node's own test runner (they compare with target/debug/grail).
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+    scripts/node_test.sh
+else
+    echo "skipped: the Node package tests: node and npm are not installed"
+fi
