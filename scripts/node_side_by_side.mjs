@@ -11,7 +11,7 @@
 //     JSON document with llama.cpp's json.gbnf (immutable states: add one character, list
 //     the rules), median and p99 per step.
 //
-//     node scripts/node_side_by_side.mjs [--json results.json] [--budget SECONDS]
+//     node scripts/node_side_by_side.mjs [--json results.json] [--budget SECONDS] [--timing-only]
 //
 // The `gbnf` package (0.1.41) is installed from npm into ~/.cache/grail/node-bench; Grail's
 // package is loaded from crates/grail-node, built by `npm install` there (or
@@ -326,6 +326,9 @@ function judgeInChild(item) {
 console.log(`gbnf ${gbnfVersion} against grail-gbnf ${grail.version} (Node ${process.version})\n`)
 const rows = []
 const details = {}
+const timingOnly = args.includes('--timing-only')
+const cases = JSON.parse(fs.readFileSync(path.join(shared, 'conformance', 'llama.cpp', 'grammar-cases.json'), 'utf8'))
+if (!timingOnly) {
 
 details.llama_examples = fs
   .readdirSync(llamaDir)
@@ -334,7 +337,6 @@ details.llama_examples = fs
   .map((name) => judgeInChild({ kind: 'sampled', name, file: path.join(llamaDir, name) }))
 rows.push(summarize("llama.cpp's example grammars", details.llama_examples))
 
-const cases = JSON.parse(fs.readFileSync(path.join(shared, 'conformance', 'llama.cpp', 'grammar-cases.json'), 'utf8'))
 details.llama_cases = cases.cases
   .filter((item) => [...item.pass, ...item.fail].every((s) => typeof s === 'string'))
   .map((item) => judgeInChild({ kind: 'case', name: item.name, case: item }))
@@ -402,6 +404,7 @@ console.log(
   console.log(`\ngrammar error positions (${invalid.length} grammars llama.cpp refuses): both give one on ${both}, the same on ${same}`)
   for (const line of differing) console.log(`    ${line}`)
   details.error_positions = { grammars: invalid.length, both, same, differing }
+}
 }
 
 // ------------------------------------------------------------------- per-step timing

@@ -239,6 +239,20 @@ export declare class Matcher {
   isTokenAllowed(tokenId: number): boolean
   /** An independent copy. */
   fork(): Matcher
+  /** Accepts text all or nothing: null, or where it stopped (this matcher unchanged). */
+  advance(text: string): InputFailure | null
+  /** `advance`, then the number of the rule list that follows (-1: refused). */
+  step(text: string): number
+  /** `step` for one character given by its code point. */
+  stepChar(codePoint: number): number
+  /** The number of the current rule list (4294967295: not numbered). */
+  rulesNumberNow(): number
+  /** The rules of list `number`. */
+  rulesOfNumber(number: number): Rule[]
+  /** Bytes that can be rolled back. */
+  readonly historyLength: number
+  /** A copy as it was after `offset` bytes of text (within the history kept). */
+  forkAt(offset: number): Matcher
 }
 
 /** An immutable parse state (the `gbnf` package's); calling it is `add`. */

@@ -222,6 +222,7 @@ function inputText(input) {
 
 const INNER = Symbol('grail-gbnf.state')
 const UNNUMBERED = 4294967295
+const STATE_HISTORY = 1024
 
 /**
  * An immutable parse state: a grammar and the input so far. Iterate it for the rules of
@@ -255,13 +256,22 @@ function innerOf(state) {
 function matcherOf(inner) {
   const chain = inner.chain
   if (chain.head !== inner) {
-    inner.chain = { matcher: chain.matcher.forkAt(inner.length), head: inner }
+    let matcher
+    try {
+      matcher = chain.matcher.forkAt(inner.length)
+    } catch {
+      // Further back than the matcher's history: the state's input again, from the start.
+      matcher = inner.family.start.fork()
+      if (matcher.advance(inner.input) !== null) {
+        throw new GrailError('grail-gbnf: a state could not be rebuilt from its input')
+      }
+    }
+    inner.chain = { matcher, head: inner }
   }
   return inner.chain.matcher
 }
 
-function frozenRules(matcher) {
-  const rules = matcher.nextRules()
+function freeze(rules) {
   for (const rule of rules) {
     if (rule.value) {
       for (const item of rule.value) if (Array.isArray(item)) Object.freeze(item)
@@ -277,11 +287,13 @@ function stateRules(state) {
   if (inner.rules !== null) return inner.rules
   const family = inner.family
   let number = inner.number
-  if (number === undefined) number = matcherOf(inner).rulesNumberNow()
-  let rules = number === UNNUMBERED ? undefined : family.rules[number]
-  if (rules === undefined) {
-    rules = frozenRules(matcherOf(inner))
-    if (number !== UNNUMBERED) family.rules[number] = rules
+  if (number === undefined) number = inner.number = matcherOf(inner).rulesNumberNow()
+  let rules
+  if (number === UNNUMBERED) {
+    rules = freeze(matcherOf(inner).nextRules())
+  } else {
+    rules = family.rules[number]
+    if (rules === undefined) rules = family.rules[number] = freeze(family.start.rulesOfNumber(number))
   }
   inner.rules = rules
   return rules
@@ -368,9 +380,10 @@ for (const [name, get] of Object.entries({
   input() {
     return innerOf(this).input
   },
-  /** True when the input so far is a complete match. */
+  /** True when the input so far is a complete match (an `end` rule, always last). */
   complete() {
-    return matcherOf(innerOf(this)).isAccepting()
+    const rules = stateRules(this)
+    return rules.length > 0 && rules[rules.length - 1].type === 'end'
   },
   /** True when the input so far can be completed (false only for a grammar that matches nothing). */
   viable() {
@@ -395,8 +408,16 @@ Object.defineProperty(ParseState, Symbol.hasInstance, {
 function GBNF(grammar, initial = '', options = {}) {
   const compiled = toGrammar(grammar, options)
   const matcher = options.vocabulary ? new Matcher(compiled, options.vocabulary) : new Matcher(compiled)
+  // A bounded history keeps each step cheap; a state further back than this from the end
+  // of its chain is rebuilt from its input when it needs a matcher.
+  matcher.setHistoryLimit(STATE_HISTORY)
   const inner = {
-    family: { grammar: compiled, vocabulary: options.vocabulary ?? null, rules: [] },
+    family: {
+      grammar: compiled,
+      vocabulary: options.vocabulary ?? null,
+      rules: [],
+      start: matcher.fork(),
+    },
     chain: null,
     length: 0,
     input: '',

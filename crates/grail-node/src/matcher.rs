@@ -43,6 +43,8 @@ pub struct Matcher {
     ended_history: Vec<bool>,
     /// Numbers for the distinct rule lists met, shared with forks (see `step`).
     rule_lists: Arc<Mutex<RuleLists>>,
+    /// The history limit set (steps), if any.
+    history_limit: Option<usize>,
 }
 
 /// Distinct next-character rule lists, numbered in the order met: the JavaScript states
@@ -51,6 +53,8 @@ pub struct Matcher {
 #[derive(Default)]
 struct RuleLists {
     numbers: FxHashMap<Vec<u32>, u32>,
+    /// The lists by number, encoded.
+    lists: Vec<Vec<u32>>,
     /// The key being looked up (kept to reuse its allocation).
     key: Vec<u32>,
 }
@@ -86,6 +90,56 @@ fn encode(next: &NextCharacters, out: &mut Vec<u32>) {
     }
 }
 
+/// The rules encoded by `encode`, as objects.
+fn decode(encoded: &[u32]) -> Vec<RuleObject> {
+    let mut rules = Vec::new();
+    let mut at = 0;
+    let range = |first: u32, last: u32| {
+        if first == last {
+            Either::A(first)
+        } else {
+            Either::B(vec![first, last])
+        }
+    };
+    while at < encoded.len() {
+        let kind = encoded[at];
+        if kind == 4 {
+            rules.push(RuleObject {
+                kind: "end".to_string(),
+                value: None,
+                negated: None,
+            });
+            at += 1;
+            continue;
+        }
+        let count = encoded[at + 1] as usize;
+        at += 2;
+        if kind < 2 {
+            let items = (0..count)
+                .map(|index| range(encoded[at + 2 * index], encoded[at + 2 * index + 1]))
+                .collect();
+            at += 2 * count;
+            rules.push(RuleObject {
+                kind: if kind == 0 { "char" } else { "char_exclude" }.to_string(),
+                value: Some(items),
+                negated: None,
+            });
+        } else {
+            let ids = encoded[at..at + count]
+                .iter()
+                .map(|&id| Either::A(id))
+                .collect();
+            at += count;
+            rules.push(RuleObject {
+                kind: "token".to_string(),
+                value: Some(ids),
+                negated: Some(kind == 3),
+            });
+        }
+    }
+    rules
+}
+
 impl Matcher {
     fn mask(&mut self) -> napi::Result<&mut TokenBitmask> {
         self.mask.as_mut().ok_or_else(|| {
@@ -118,6 +172,7 @@ impl Matcher {
             ended: self.ended,
             ended_history: self.ended_history.clone(),
             rule_lists: self.rule_lists.clone(),
+            history_limit: self.history_limit,
         }
     }
 
@@ -130,6 +185,22 @@ impl Matcher {
                 offset: 0,
                 expected: "nothing can come next".to_string(),
             }));
+        }
+        if self
+            .history_limit
+            .is_some_and(|limit| text.len() > limit / 2)
+        {
+            // Too long to roll back within the history: on a copy, kept if it all matched.
+            let mut copy = self.copy();
+            copy.history_limit = None;
+            copy.inner.set_history_limit(None);
+            let failure = copy.advance_text(text)?;
+            if failure.is_none() {
+                copy.history_limit = self.history_limit;
+                copy.inner.set_history_limit(self.history_limit);
+                *self = copy;
+            }
+            return Ok(failure);
         }
         let before = self.inner.history_len();
         match self.inner.accept_str(text) {
@@ -189,6 +260,7 @@ impl Matcher {
         }
         let number = lists.numbers.len() as u32;
         lists.numbers.insert(lists.key.clone(), number);
+        lists.lists.push(lists.key.clone());
         number
     }
 }
@@ -210,6 +282,7 @@ impl Matcher {
                 ended: false,
                 ended_history: Vec::new(),
                 rule_lists: Arc::default(),
+                history_limit: None,
             },
             None => Matcher {
                 inner: RustMatcher::new(&grammar.compiled),
@@ -217,6 +290,7 @@ impl Matcher {
                 ended: false,
                 ended_history: Vec::new(),
                 rule_lists: Arc::default(),
+                history_limit: None,
             },
         }
     }
@@ -225,6 +299,7 @@ impl Matcher {
     /// With a limit, memory and `fork` stay proportional to the live parse.
     #[napi]
     pub fn set_history_limit(&mut self, steps: Option<u32>) {
+        self.history_limit = steps.map(|steps| steps as usize);
         self.inner
             .set_history_limit(steps.map(|steps| steps as usize));
     }
@@ -266,29 +341,45 @@ impl Matcher {
         self.step_text(character.encode_utf8(&mut buffer))
     }
 
+    /// The rules of list `number` (see `step`), in `nextRules`'s shapes.
+    #[napi]
+    pub fn rules_of_number(&self, number: u32) -> napi::Result<Vec<RuleObject>> {
+        let lists = self
+            .rule_lists
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match lists.lists.get(number as usize) {
+            Some(encoded) => Ok(decode(encoded)),
+            None => Err(invalid(format!("no rule list numbered {number}"))),
+        }
+    }
+
     /// The number of the current rule list (see `step`).
     #[napi]
     pub fn rules_number_now(&self) -> f64 {
         f64::from(self.rules_number())
     }
 
-    /// Steps (bytes) in the history: `forkAt` takes such a length.
+    /// Steps (bytes) that can be rolled back.
     #[napi(getter)]
     pub fn history_length(&self) -> f64 {
         self.inner.history_len() as f64
     }
 
-    /// A copy of this matcher as it was when its history was `length` steps long.
+    /// A copy of this matcher as it was when `offset` bytes of text had been accepted
+    /// (within the history it keeps).
     #[napi]
-    pub fn fork_at(&self, length: f64) -> napi::Result<Matcher> {
-        let mut copy = self.copy();
-        let back = copy.inner.history_len() as f64 - length;
-        if back < 0.0 || !copy.inner.rollback(back as usize) {
+    pub fn fork_at(&self, offset: f64) -> napi::Result<Matcher> {
+        let now = self.inner.offset() as f64;
+        let back = now - offset;
+        if back < 0.0 || back > self.inner.history_len() as f64 {
             return Err(invalid(format!(
-                "no state at history length {length}: the history holds {}",
-                self.inner.history_len()
+                "no state at offset {offset}: the history holds offsets {} to {now}",
+                now - self.inner.history_len() as f64
             )));
         }
+        let mut copy = self.copy();
+        copy.inner.rollback(back as usize);
         Ok(copy)
     }
 

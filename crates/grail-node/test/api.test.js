@@ -57,6 +57,39 @@ test('a long input one character at a time, with immutable states', () => {
   }
 })
 
+test('states far behind the end of their chain (past the matcher history) answer as fresh ones', () => {
+  const text = `[${Array.from({ length: 600 }, (_, i) => i).join(', ')}]`
+  assert.ok(text.length > 2500)
+  let state = GBNF(JSON_GRAMMAR)
+  const states = [state]
+  for (const character of text) {
+    state = state.add(character)
+    states.push(state)
+  }
+  assert.equal(state.complete, true)
+  // Just before a comma: `,` may come next, `}` may not.
+  for (const index of [3, 40, 1500].map((at) => text.indexOf(',', at))) {
+    const fresh = GBNF(JSON_GRAMMAR, text.slice(0, index))
+    assert.deepEqual([...states[index]], [...fresh], `at ${index}`)
+    assert.equal(states[index].forced(), fresh.forced())
+    // A branch from an old state, and the state itself unchanged after it.
+    const branch = states[index].add(',')
+    assert.equal(branch.input, `${text.slice(0, index)},`)
+    assert.throws(() => states[index].add('}'), InputParseError)
+    assert.deepEqual([...states[index]], [...fresh])
+  }
+  // A long text added at once (longer than the history) and refused near its end leaves
+  // the state as it was.
+  const long = `[${'1, '.repeat(2000)}x]`
+  const start = GBNF(JSON_GRAMMAR)
+  assert.throws(
+    () => start.add(long),
+    (error) => error instanceof InputParseError && error.pos === long.length - 2
+  )
+  assert.deepEqual([...start], [...GBNF(JSON_GRAMMAR)])
+  assert.equal(start.add(long.replace('x', '2')).complete, true)
+})
+
 test('input errors: positions in UTF-16 units, line and column in all the input', () => {
   const grammar = 'root ::= "é😀" [a-z]+ "\\n" "x"'
   const state = GBNF(grammar, 'é😀ab\n')
