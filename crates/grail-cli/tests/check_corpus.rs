@@ -89,6 +89,7 @@ const ALL_CODES: &[&str] = &[
     "llama-repetition-minimum",
     "llama-repetition-maximum",
     "llama-rule-budget",
+    "llama-slow",
     "rule-undefined-unused",
     "repetition-no-maximum",
     "repetition-maximum-above-limit",

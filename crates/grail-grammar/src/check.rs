@@ -6,10 +6,12 @@ use crate::analysis::{
     left_recursive_cycles, nullable_rules, productive_rules, reachable_rules, references,
 };
 use crate::finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
+use crate::graph::strongly_connected_components;
 use crate::ir::Grammar;
 use crate::limits::Limits;
 use crate::lints::optional_chains;
 use crate::llama_cpp::{LlamaCppModel, LlamaCycle, model};
+use crate::llama_slow::slow_nesting;
 use crate::lower::lower;
 use crate::ranges::suspicious_ranges;
 
@@ -96,6 +98,11 @@ pub fn check(source: &str, options: &CheckOptions) -> CheckReport {
     findings.extend(llama_findings);
     if let Some(grammar) = &lowered.grammar {
         findings.extend(analyse(grammar));
+        // llama.cpp's stack expansion, modelled where it terminates (no left recursion)
+        // and where nesting is possible (some rule refers back to itself).
+        if llama.cycles.is_empty() && llama.looping_cycles.is_empty() && is_recursive(grammar) {
+            findings.extend(slow_nesting(&parsed.grammar, source));
+        }
     }
     findings.extend(left_recursion(lowered.grammar.as_ref(), &llama));
     findings.sort_by_key(|finding| finding.span.start);
@@ -106,6 +113,16 @@ pub fn check(source: &str, options: &CheckOptions) -> CheckReport {
     );
     diagnostics.sort_by_key(|diagnostic| diagnostic.span.start);
     finish(lowered.grammar, diagnostics, &options.limits)
+}
+
+/// True when some rule can refer back to itself.
+fn is_recursive(grammar: &Grammar) -> bool {
+    let references = references(grammar);
+    strongly_connected_components(&references)
+        .iter()
+        .any(|component| {
+            component.len() > 1 || references[component[0] as usize].contains(&component[0])
+        })
 }
 
 /// The analyses that need a resolved grammar.

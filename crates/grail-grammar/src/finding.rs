@@ -223,6 +223,26 @@ pub enum FindingKind {
         /// The maximum.
         max: u64,
     },
+    /// A shape that makes llama.cpp's matcher slow down exponentially: each nesting of
+    /// `callee` inside `nesting` after `opener` multiplies its stacks by `factor`.
+    #[error(
+        "llama.cpp's matcher slows down exponentially here: each `{opener}` that nests `{callee}` in `{nesting}` multiplies its parse stacks at least {factor}-fold"
+    )]
+    LlamaSlow {
+        /// The rule where the nesting is written.
+        nesting: String,
+        /// The rule nested again.
+        callee: String,
+        /// The text read before the nested call, as written in the model.
+        opener: String,
+        /// How many stacks one nesting level turns each into.
+        factor: u64,
+        /// The rule rewritten with its common prefix factored out, when one was found.
+        rewrite: Option<String>,
+        /// The rules that start alike and differ only after the nested call, when the
+        /// shared start is spread over several rules.
+        through: Vec<String>,
+    },
     /// A repetition that exceeds llama.cpp's rule budget.
     #[error(
         "llama.cpp refuses this repetition: {rules} repeated rules times {times} repetitions is over its budget of 2000"
@@ -264,6 +284,7 @@ impl FindingKind {
             FindingKind::LlamaRepetitionMinimum { .. } => "llama-repetition-minimum",
             FindingKind::LlamaRepetitionMaximum { .. } => "llama-repetition-maximum",
             FindingKind::LlamaRuleBudget { .. } => "llama-rule-budget",
+            FindingKind::LlamaSlow { .. } => "llama-slow",
         }
     }
 
@@ -306,7 +327,7 @@ impl FindingKind {
                     Severity::Note
                 }
             }
-            FindingKind::LlamaRepetitionMaximum { .. } => {
+            FindingKind::LlamaRepetitionMaximum { .. } | FindingKind::LlamaSlow { .. } => {
                 if llama {
                     Severity::Warning
                 } else {
@@ -399,6 +420,24 @@ impl FindingKind {
             FindingKind::LlamaRuleBudget { .. } => {
                 "use smaller bounds, or move the inner repetition into its own rule".into()
             }
+            FindingKind::LlamaSlow { rewrite: Some(rewrite), .. } => format!(
+                "write the shared start once and choose after it: `{rewrite}` (the same language; llama.cpp then keeps one stack per nesting level; Grail's matcher shares them either way)"
+            ),
+            FindingKind::LlamaSlow { through, opener, .. } if !through.is_empty() => {
+                let names: Vec<String> = through.iter().map(|name| format!("`{name}`")).collect();
+                let (last, rest) = names.split_last().expect("not empty");
+                let (all, listed) = if rest.len() == 1 {
+                    ("both", format!("{} and {last}", rest[0]))
+                } else {
+                    ("all", format!("{}, and {last}", rest.join(", ")))
+                };
+                format!(
+                    "{listed} {all} start with `{opener}` and the nested rule, and differ only after it: write that start once, in one rule, and choose after it (the same language; llama.cpp then keeps one stack per nesting level; Grail's matcher shares them either way)"
+                )
+            }
+            FindingKind::LlamaSlow { callee, .. } => format!(
+                "alternatives reached from `{callee}` start alike and differ only after the nested part; write the shared start once and choose after it (the same language; Grail's matcher shares the stacks either way)"
+            ),
             _ => return None,
         })
     }

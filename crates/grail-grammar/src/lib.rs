@@ -28,6 +28,7 @@ pub mod ir;
 pub mod limits;
 pub mod lints;
 pub mod llama_cpp;
+pub mod llama_slow;
 pub mod lower;
 pub mod print;
 pub mod ranges;

@@ -194,6 +194,15 @@ enum Kind {
 
 impl Kind {
     fn of(code_point: u32) -> Kind {
+        // ASCII without the table (whose lookup copies it in debug builds).
+        if code_point < 0x80 {
+            return match code_point as u8 {
+                byte if byte.is_ascii_alphabetic() => Kind::Letter,
+                byte if byte.is_ascii_digit() => Kind::Digit,
+                0x20..=0x7E => Kind::Punctuation,
+                _ => Kind::Other,
+            };
+        }
         let Some(character) = char::from_u32(code_point) else {
             return Kind::Other;
         };

@@ -3,6 +3,8 @@
 //! grammar it refuses is refused. Prints pass/fail counts; fails only on regressions
 //! against the committed baseline `testdata/conformance/llama-cpp-check.baseline`
 //! (regenerate it with `GRAIL_UPDATE_BASELINE=1`). Skips when `../shared` is absent.
+//! Also: `llama-slow` fires on none of llama.cpp's example, integration and JSON Schema
+//! grammars (the shapes it names make llama.cpp's own matcher exponentially slow).
 
 #[path = "support/baseline.rs"]
 mod baseline;
@@ -198,4 +200,44 @@ fn llama_cpp_accepts_and_refuses_the_same_grammars() {
     }
     let baseline_path = repository_root().join("testdata/conformance/llama-cpp-check.baseline");
     check_against_baseline(&baseline_path, &passing);
+}
+
+#[test]
+fn llama_slow_fires_on_none_of_llama_cpps_own_grammars() {
+    let Some(directory) = conformance_directory() else {
+        eprintln!("skipped: ../shared/conformance/llama.cpp not found (set GRAIL_SHARED_DIR)");
+        return;
+    };
+    let mut checked = 0;
+    let mut fired: Vec<String> = Vec::new();
+    let mut fired_generated: Vec<String> = Vec::new();
+    for case in cases(&directory) {
+        if !case.accepted_by_llama_cpp {
+            continue;
+        }
+        let options = CheckOptions {
+            target: Target::LlamaCpp,
+            root: case.root.clone(),
+            ..CheckOptions::default()
+        };
+        let report = check(&case.grammar, &options);
+        checked += 1;
+        if report
+            .diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.code == "llama-slow")
+        {
+            if case.id.starts_with("generated/") {
+                fired_generated.push(case.id.clone());
+            } else {
+                fired.push(case.id.clone());
+            }
+        }
+    }
+    println!(
+        "llama-slow: {} of {checked} grammars llama.cpp accepts ({} of them randomly generated): {fired:?} {fired_generated:?}",
+        fired.len() + fired_generated.len(),
+        fired_generated.len()
+    );
+    assert!(fired.is_empty(), "llama-slow fired on {fired:?}");
 }

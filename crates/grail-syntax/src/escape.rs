@@ -26,6 +26,10 @@ enum Context {
 /// format characters, combining marks, private-use, surrogate and unassigned code points
 /// are not plain.
 pub fn is_plain(code_point: u32) -> bool {
+    // ASCII and Latin-1 without the table (whose lookup copies it in debug builds).
+    if code_point < 0x100 {
+        return matches!(code_point, 0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF);
+    }
     let Some(character) = char::from_u32(code_point) else {
         return false;
     };
@@ -56,14 +60,16 @@ pub fn is_plain(code_point: u32) -> bool {
 
 /// True for a combining mark (it joins the character printed before it).
 fn is_combining(code_point: u32) -> bool {
-    char::from_u32(code_point).is_some_and(|character| {
-        matches!(
-            get_general_category(character),
-            GeneralCategory::NonspacingMark
-                | GeneralCategory::SpacingMark
-                | GeneralCategory::EnclosingMark
-        )
-    })
+    // The first combining marks are at U+0300.
+    code_point >= 0x300
+        && char::from_u32(code_point).is_some_and(|character| {
+            matches!(
+                get_general_category(character),
+                GeneralCategory::NonspacingMark
+                    | GeneralCategory::SpacingMark
+                    | GeneralCategory::EnclosingMark
+            )
+        })
 }
 
 /// The character spelled at the start of `text` (inside a literal or class): a raw
@@ -285,6 +291,10 @@ fn write_character(out: &mut String, character: u32, context: Context, after_raw
 fn reads_as_itself(character: u32, context: Context, after_raw: bool) -> bool {
     if is_invisible(character) {
         return false;
+    }
+    // Below U+0300 every code point is assigned and none combines.
+    if character < 0x300 {
+        return true;
     }
     let Some(raw) = char::from_u32(character) else {
         return false;
