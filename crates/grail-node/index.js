@@ -189,10 +189,52 @@ Grammar.fromTools = function fromTools(tools, options = {}) {
   return result
 }
 
+/** Grammars compiled from text by `GBNF()` and the helpers, most recent last. */
+const compiledTexts = new Map()
+const COMPILED_TEXTS = 64
+
 /** A grammar from GBNF text, a `Grammar`, or anything whose `toString()` is GBNF. */
 function toGrammar(grammar, options = {}) {
   if (grammar instanceof Grammar) return grammar
-  return Grammar.fromGbnf(typeof grammar === 'string' ? grammar : String(grammar), options)
+  const text = typeof grammar === 'string' ? grammar : String(grammar)
+  if (options.vocabulary) return Grammar.fromGbnf(text, options)
+  const key = `${options.root ?? 'root'}\u0000${options.target ?? 'grail'}\u0000${text}`
+  let compiled = compiledTexts.get(key)
+  if (compiled === undefined) {
+    compiled = Grammar.fromGbnf(text, options)
+    if (compiledTexts.size >= COMPILED_TEXTS) compiledTexts.delete(compiledTexts.keys().next().value)
+  } else {
+    compiledTexts.delete(key)
+  }
+  compiledTexts.set(key, compiled)
+  return compiled
+}
+
+/**
+ * Per grammar (and vocabulary): a matcher at the start that is never moved, and the rule
+ * lists met. Every state and helper on that grammar starts from a fork of it, so they
+ * share the engine's step cache and the numbering of rule lists.
+ */
+const templates = new WeakMap()
+const NO_VOCABULARY = {}
+
+function templateFor(grammar, vocabulary) {
+  let byVocabulary = templates.get(grammar)
+  if (byVocabulary === undefined) {
+    byVocabulary = new WeakMap()
+    templates.set(grammar, byVocabulary)
+  }
+  const key = vocabulary ?? NO_VOCABULARY
+  let template = byVocabulary.get(key)
+  if (template === undefined) {
+    const matcher = vocabulary ? new Matcher(grammar, vocabulary) : new Matcher(grammar)
+    // A bounded history keeps each step cheap; a state further back than STATE_HISTORY
+    // bytes from the end of its chain is rebuilt from its input when it needs a matcher.
+    matcher.setHistoryLimit(STATE_HISTORY)
+    template = { matcher, rules: [] }
+    byVocabulary.set(key, template)
+  }
+  return template
 }
 
 // ---------------------------------------------------------------- the `gbnf` API
@@ -407,17 +449,11 @@ Object.defineProperty(ParseState, Symbol.hasInstance, {
  */
 function GBNF(grammar, initial = '', options = {}) {
   const compiled = toGrammar(grammar, options)
-  const matcher = options.vocabulary ? new Matcher(compiled, options.vocabulary) : new Matcher(compiled)
-  // A bounded history keeps each step cheap; a state further back than this from the end
-  // of its chain is rebuilt from its input when it needs a matcher.
-  matcher.setHistoryLimit(STATE_HISTORY)
+  const vocabulary = options.vocabulary ?? null
+  const template = templateFor(compiled, vocabulary)
+  const matcher = template.matcher.fork()
   const inner = {
-    family: {
-      grammar: compiled,
-      vocabulary: options.vocabulary ?? null,
-      rules: [],
-      start: matcher.fork(),
-    },
+    family: { grammar: compiled, vocabulary, rules: template.rules, start: template.matcher },
     chain: null,
     length: 0,
     input: '',
@@ -432,8 +468,7 @@ function GBNF(grammar, initial = '', options = {}) {
 // --------------------------------------------------------------------------- helpers
 
 function run(grammar, text, options) {
-  const matcher = new Matcher(toGrammar(grammar, options))
-  matcher.setHistoryLimit(8)
+  const matcher = templateFor(toGrammar(grammar, options), null).matcher.fork()
   return matcher.acceptText(inputText(text)) && matcher.isViable() ? matcher : null
 }
 
