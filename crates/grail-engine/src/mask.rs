@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use grail_vocab::{TokenBitmask, VocabularyIndex, set_ids};
+use grail_vocab::{TokenBitmask, VocabularyIndex, clear_from, ids_of, set_ids};
 
 use crate::compile::{CompiledGrammar, Node};
 use crate::counted::TooLong;
@@ -136,11 +136,27 @@ impl Matcher {
     /// # Panics
     /// Without a vocabulary, or when `mask` is smaller than the vocabulary.
     pub fn fill_mask(&mut self, mask: &mut TokenBitmask) {
-        let index = self.index();
         assert!(
-            mask.len() >= index.vocabulary().len(),
+            mask.len() >= self.index().vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
+        self.fill_mask_words(mask.words_mut());
+    }
+
+    /// [`Matcher::fill_mask`] into packed words that someone else owns (a row of a
+    /// batch's bitmask, in the layout of [`TokenBitmask`]), with no copy in between: every
+    /// word of `words` is written, the bits of ids past the vocabulary cleared.
+    ///
+    /// # Panics
+    /// Without a vocabulary, or when `words` holds fewer bits than the vocabulary has
+    /// tokens.
+    pub fn fill_mask_words(&mut self, words: &mut [u32]) {
+        let index = self.index();
+        assert!(
+            words.len() * 32 >= index.vocabulary().len(),
+            "the mask is smaller than the vocabulary"
+        );
+        let mask = words;
         // In a bounded repetition, the mask comes from its twin loop (`counted.rs`): one
         // state for every position far from the bound, and near it, one state less the
         // tokens too long for the copies left.
@@ -161,7 +177,7 @@ impl Matcher {
             TooLong::JsonUnits(units) => index.tokens_with_json_units_more_than(units),
             TooLong::JsonStringEndsWithin(units) => index.tokens_ending_json_string_within(units),
         };
-        for (word, too_long) in mask.words_mut().iter_mut().zip(too_long.iter()) {
+        for (word, too_long) in mask.iter_mut().zip(too_long.iter()) {
             *word &= !too_long;
         }
         if cacheable {
@@ -171,7 +187,7 @@ impl Matcher {
 
     /// The mask of a step holding `items` (the current ones moved to a twin loop, the
     /// accepting flag kept): cached by that step's state, computed on a pushed step.
-    fn fill_twin_mask(&mut self, index: &VocabularyIndex, items: &[Item], mask: &mut TokenBitmask) {
+    fn fill_twin_mask(&mut self, index: &VocabularyIndex, items: &[Item], mask: &mut [u32]) {
         let accepting = self.is_accepting();
         let mut key = Vec::new();
         let cacheable = self.state_key_of(items, accepting, &mut key, MAX_KEY_WORDS);
@@ -187,7 +203,7 @@ impl Matcher {
     }
 
     /// [`Matcher::fill_mask`] from the current step as it is.
-    fn fill_mask_here(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
+    fn fill_mask_here(&mut self, index: &VocabularyIndex, mask: &mut [u32]) {
         let mut key = Vec::new();
         let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
         if cacheable && self.cached_mask(&key, mask) {
@@ -200,14 +216,14 @@ impl Matcher {
     }
 
     /// Copies the mask cached for state `key` into `mask`; false when there is none.
-    fn cached_mask(&self, key: &[u32], mask: &mut TokenBitmask) -> bool {
+    fn cached_mask(&self, key: &[u32], mask: &mut [u32]) -> bool {
         let cache = self
             .mask_cache
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         match cache.get(key) {
-            Some(words) if words.len() == mask.words().len() => {
-                mask.words_mut().copy_from_slice(words);
+            Some(words) if words.len() == mask.len() => {
+                mask.copy_from_slice(words);
                 true
             }
             _ => false,
@@ -215,24 +231,22 @@ impl Matcher {
     }
 
     /// Caches `mask` as the mask of state `key` (within the cache's byte limit).
-    fn remember_mask(&self, key: &[u32], mask: &TokenBitmask) {
+    fn remember_mask(&self, key: &[u32], mask: &[u32]) {
         let max_bytes = self.graph().limits.max_mask_cache_bytes;
         let mut cache = self
             .mask_cache
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        cache.insert(key, mask.words(), max_bytes);
+        cache.insert(key, mask, max_bytes);
     }
 
     /// Computes the mask of the current state from scratch.
-    fn compute_mask(&mut self, index: &VocabularyIndex, mask: &mut TokenBitmask) {
+    fn compute_mask(&mut self, index: &VocabularyIndex, mask: &mut [u32]) {
         let vocabulary = index.vocabulary();
-        mask.clear();
+        mask.fill(0);
         self.fill_token_elements(mask, vocabulary.len() as u32);
         if self.is_accepting() {
-            for &id in vocabulary.end_of_generation() {
-                mask.set(id);
-            }
+            set_ids(mask, vocabulary.end_of_generation());
         }
         let graph = self.graph();
         let has_text_items = self
@@ -240,12 +254,10 @@ impl Matcher {
             .iter()
             .any(|item| !matches!(graph.nodes[item.node as usize], Node::Token { .. }));
         if has_text_items {
-            self.walk_subtree(index, mask.words_mut(), TrieRange::all(index.trie()));
+            self.walk_subtree(index, mask, TrieRange::all(index.trie()));
         }
         if self.is_viable() {
-            for &id in index.empty_text_ids() {
-                mask.set(id);
-            }
+            set_ids(mask, index.empty_text_ids());
         }
     }
 
@@ -366,7 +378,7 @@ impl Matcher {
     }
 
     /// Sets the tokens the current token elements accept by id.
-    fn fill_token_elements(&self, mask: &mut TokenBitmask, vocabulary_len: u32) {
+    fn fill_token_elements(&self, mask: &mut [u32], vocabulary_len: u32) {
         let graph = self.graph();
         let mut excluded_by_every_negation: Option<Vec<u32>> = None;
         for item in self.current_items() {
@@ -385,20 +397,18 @@ impl Matcher {
                     });
                 } else {
                     for &id in token_set.ids.iter().filter(|&&id| id < vocabulary_len) {
-                        mask.set(id);
+                        set_ids(mask, &[id]);
                     }
                 }
             }
         }
         if let Some(excluded) = excluded_by_every_negation {
-            let positive: Vec<u32> = mask.ids().collect();
-            mask.fill();
-            for id in vocabulary_len..mask.len() as u32 {
-                mask.unset(id);
-            }
+            let positive: Vec<u32> = ids_of(mask).collect();
+            mask.fill(u32::MAX);
+            clear_from(mask, vocabulary_len);
             for id in excluded.into_iter().filter(|&id| id < vocabulary_len) {
                 if positive.binary_search(&id).is_err() {
-                    mask.unset(id);
+                    mask[id as usize / 32] &= !(1 << (id % 32));
                 }
             }
         }

@@ -531,8 +531,7 @@ impl Matcher {
         row: Option<u32>,
     ) -> napi::Result<()> {
         let row = row.unwrap_or(0) as usize;
-        let mask = self.compute_mask()?;
-        let words = mask.words().len();
+        let words = self.mask()?.words().len();
         let start = row * words;
         if bitmask.len() < start + words {
             return Err(invalid(format!(
@@ -544,8 +543,13 @@ impl Matcher {
         // SAFETY: the array's memory stays alive and in place for this call (the
         // argument holds it), and no JavaScript runs while it is written: this is the
         // JavaScript thread, inside a synchronous call.
-        let words_out = unsafe { bitmask.as_mut() };
-        words_out[start..start + words].copy_from_slice(mask.words());
+        // The mask is written straight into the row.
+        let out = &mut unsafe { bitmask.as_mut() }[start..start + words];
+        if self.ended {
+            out.fill(0);
+        } else {
+            self.inner.fill_mask_words(out);
+        }
         Ok(())
     }
 

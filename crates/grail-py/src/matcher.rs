@@ -290,24 +290,27 @@ impl Matcher {
                 "row {index} of a bitmask of {rows} rows"
             )));
         }
-        let (matcher, mask, ended) = (&mut self.inner, &mut self.mask, self.ended);
-        py.detach(|| {
+        let (matcher, ended) = (&mut self.inner, self.ended);
+        // The mask is written straight into the row, with the GIL released.
+        py.detach(move || {
+            // SAFETY: `bitmask_target` checked that the object is a writable, C-contiguous
+            // int32 array of `rows` × `width` elements at `address`, and `index < rows`.
+            // The array stays alive: this call holds a reference to it, and a numpy array
+            // with references cannot be resized (unless with `refcheck=False`, which the
+            // docs forbid for a bitmask in use). Only row `index` is written, through a
+            // slice of its own; other threads may fill other rows meanwhile, as batches
+            // are filled, but the same row from two threads at once is the caller's race.
+            let row: &mut [u32] = unsafe {
+                std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
+            };
+            let (used, spare) = row.split_at_mut(words);
             if ended {
-                mask.clear();
+                used.fill(0);
             } else {
-                matcher.fill_mask(mask);
+                matcher.fill_mask_words(used);
             }
+            spare.fill(0);
         });
-        // SAFETY: `bitmask_target` checked that the object is a writable, C-contiguous
-        // int32 array of `rows` × `width` elements at `address`, and `index < rows`; the
-        // array stays alive (this call holds a reference to it) and is written with the
-        // GIL held, so no Python code can free or resize it meanwhile. The row is written
-        // through a raw slice of its own and nothing else.
-        let row: &mut [u32] = unsafe {
-            std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
-        };
-        row[..words].copy_from_slice(self.mask.words());
-        row[words..].fill(0);
         Ok(())
     }
 

@@ -9,6 +9,31 @@ pub fn set_ids(words: &mut [u32], ids: &[u32]) {
     }
 }
 
+/// The ids whose bits are set in a mask's words, in increasing order.
+pub fn ids_of(words: &[u32]) -> impl Iterator<Item = u32> + '_ {
+    words.iter().enumerate().flat_map(|(index, &word)| {
+        let mut bits = word;
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let bit = bits.trailing_zeros();
+            bits &= bits - 1;
+            Some(index as u32 * 32 + bit)
+        })
+    })
+}
+
+/// Clears the bits of every id from `first` on in a mask's words.
+pub fn clear_from(words: &mut [u32], first: u32) {
+    let word = first as usize / 32;
+    let Some(partial) = words.get_mut(word) else {
+        return;
+    };
+    *partial &= (1u32 << (first % 32)).wrapping_sub(1);
+    words[word + 1..].fill(0);
+}
+
 /// A set of allowed token ids over a vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenBitmask {
@@ -75,17 +100,7 @@ impl TokenBitmask {
 
     /// The allowed ids, in increasing order.
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(index, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                if bits == 0 {
-                    return None;
-                }
-                let bit = bits.trailing_zeros();
-                bits &= bits - 1;
-                Some(index as u32 * 32 + bit)
-            })
-        })
+        ids_of(&self.words)
     }
 
     /// The packed words.
@@ -102,6 +117,16 @@ impl TokenBitmask {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clear_from_clears_exactly_the_ids_from_there_on() {
+        for first in [0, 1, 31, 32, 33, 63, 64, 95, 96, 200] {
+            let mut words = [u32::MAX; 3];
+            clear_from(&mut words, first);
+            let expected: Vec<u32> = (0..96).filter(|&id| id < first).collect();
+            assert_eq!(ids_of(&words).collect::<Vec<_>>(), expected, "{first}");
+        }
+    }
 
     #[test]
     fn bits_follow_the_shared_layout() {
