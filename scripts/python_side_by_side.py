@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""Token masks through Python: grail_gbnf against llguidance's Python API, in one process
-and one sitting, per step of a real document (the call included).
+"""Token masks through Python: grail_gbnf against llguidance's and xgrammar's Python APIs,
+in one process and one sitting, per step of a real document (the call included).
 
     ~/.cache/grail/py-venv/bin/python scripts/python_side_by_side.py [--vocabs llama3,smollm2]
-        [--cases json,toolcall,c] [--runs 2] [--json OUT]
+        [--cases json,toolcall,c] [--engines llguidance,xgrammar] [--runs 2] [--json OUT]
 
-Needs grail_gbnf (scripts/python_test.py installs it into ~/.cache/grail/py-venv) and
-llguidance (`pip install llguidance` in the same venv), and ../shared/bench: its grammars,
+Needs grail_gbnf (scripts/python_test.py installs it into ~/.cache/grail/py-venv), the
+peers in the same venv (`pip install llguidance xgrammar`; xgrammar's tokenizer setup goes
+through transformers), and ../shared/bench: its grammars,
 documents, tokenized documents (`vocab/NAME.docs.json`) and tokenizers
 (`vocab/NAME/tokenizer.json`). Each engine gets the same token ids; at each step the
 mask is computed into a preallocated int32 bitmask (Grail: `fill_next_token_bitmask`
-into a numpy row; llguidance: `unsafe_compute_mask_ptr`, its fastest documented path),
+into a numpy row; llguidance: `unsafe_compute_mask_ptr`, its fastest documented path;
+xgrammar: `fill_next_token_bitmask` into its own bitmask),
 the document's token is checked to be allowed, then accepted. Grail takes the GBNF the
 peer harness gives llama.cpp (`toolcall.llamacpp.gbnf` for the tool call, which
-llguidance is given as its JSON Schema, as ../shared/bench/scripts/bench.py does).
+the peers are given as its JSON Schema, as ../shared/bench/scripts/bench.py does;
+xgrammar without free whitespace).
 
 Setup is timed in fresh processes: `import` plus the vocabulary from the same
 tokenizer.json. Reported: per-step median and p99 (µs) of each engine, the best run of
---runs by median, and the ratios Grail / llguidance.
+--runs by median, and the ratios Grail / peer.
 """
 import argparse
 import json
@@ -91,9 +94,49 @@ def run_llguidance(tokenizer, grammar, tokens, size):
     return times
 
 
+def run_xgrammar(compiled, tokens, size):
+    import xgrammar as xgr
+    matcher = xgr.GrammarMatcher(compiled)
+    buffer = xgr.allocate_token_bitmask(1, size)
+    fill = matcher.fill_next_token_bitmask
+    times = []
+    clock = time.perf_counter_ns
+    for token in tokens:
+        start = clock()
+        fill(buffer, 0)
+        times.append((clock() - start) / 1000)
+        if not allowed(buffer[0], token):
+            raise RuntimeError(f"xgrammar: token {token} not in its mask")
+        if not matcher.accept_token(token):
+            raise RuntimeError(f"xgrammar: token {token} refused")
+    return times
+
+
+def xgrammar_compile(tokenizer_info, text, kind):
+    import xgrammar as xgr
+    compiler = xgr.GrammarCompiler(tokenizer_info, cache_enabled=False)
+    if kind == "schema":
+        # No free whitespace: xgrammar's default separators then (", " and ": ") are the
+        # ones of the document.
+        return compiler.compile_json_schema(text, any_whitespace=False)
+    # xgrammar's EBNF parser refuses an empty leading alternative (`ws ::= | " "`), as
+    # ../shared/bench/scripts/bench.py notes; the same language written `"" | " "`.
+    return compiler.compile_grammar(text.replace('ws     ::= | " "', 'ws     ::= "" | " "'), root_rule_name="root")
+
+
+def xgrammar_tokenizer_info(tokenizer_path, size, eos):
+    import xgrammar as xgr
+    from transformers import PreTrainedTokenizerFast
+    hf = PreTrainedTokenizerFast(tokenizer_file=tokenizer_path)
+    return xgr.TokenizerInfo.from_huggingface(hf, vocab_size=size, stop_token_ids=[eos])
+
+
+# Fresh processes: import, then the vocabulary from the same tokenizer.json.
 SETUP = {
     "grail": "import grail_gbnf as g; v = g.Vocabulary.from_file({path!r})",
     "llguidance": "import llguidance as l; t = l.LLTokenizer(open({path!r}).read())",
+    "xgrammar": ("import xgrammar as x; from transformers import PreTrainedTokenizerFast as F; "
+                 "i = x.TokenizerInfo.from_huggingface(F(tokenizer_file={path!r}))"),
 }
 
 
@@ -108,50 +151,71 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocabs", default="llama3,smollm2")
     parser.add_argument("--cases", default="json,toolcall,c")
+    parser.add_argument("--engines", default="llguidance,xgrammar", help="the peers to run beside grail")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     import grail_gbnf as grail
     import llguidance as llg
 
+    peers = args.engines.split(",")
+    engines = ["grail"] + peers
     results = []
-    print("| vocab | case | steps | grail median µs | p99 | llguidance median µs | p99 | median ratio | p99 ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    header = " | ".join(f"{engine} median µs | p99" for engine in engines)
+    ratios = " | ".join(f"median / {peer} | p99 / {peer}" for peer in peers)
+    print(f"| vocab | case | steps | {header} | {ratios} |")
+    print("|---" * (3 + 2 * len(engines) + 2 * len(peers)) + "|")
     for vocab in args.vocabs.split(","):
         tokenizer_path = os.path.join(BENCH, "vocab", vocab, "tokenizer.json")
         vocab_json = json.loads(read("vocab", f"{vocab}.vocab.json"))
+        eos = vocab_json["eos_token_id"]
         docs = json.loads(read("vocab", f"{vocab}.docs.json"))
         vocabulary = grail.Vocabulary.from_file(os.path.join(BENCH, "vocab", f"{vocab}.vocab.json"))
-        tokenizer = llg.LLTokenizer(read("vocab", vocab, "tokenizer.json"), eos_token=vocab_json["eos_token_id"])
-        setup = {engine: setup_seconds(engine, tokenizer_path) for engine in SETUP}
-        print(f"| {vocab} | import + vocabulary setup (s) | | {setup['grail']:.3f} | | {setup['llguidance']:.3f} | | "
-              f"{setup['grail'] / setup['llguidance']:.2f} | |", flush=True)
+        size = vocabulary.size
+        tokenizer = llg.LLTokenizer(read("vocab", vocab, "tokenizer.json"), eos_token=eos)
+        tokenizer_info = xgrammar_tokenizer_info(tokenizer_path, size, eos) if "xgrammar" in peers else None
+        setup = {engine: setup_seconds(engine, tokenizer_path) for engine in engines}
+        cells = " | ".join(f"{setup[engine]:.3f} | " for engine in engines)
+        setup_ratios = " | ".join(f"{setup['grail'] / setup[peer]:.2f} | " for peer in peers)
+        print(f"| {vocab} | import + vocabulary setup (s) | | {cells} | {setup_ratios} |", flush=True)
         for case in args.cases.split(","):
             grail_file, peer_file, doc = CASES[case]
             tokens = docs[doc]
             tokens = tokens["ids"] if isinstance(tokens, dict) else tokens
             grail_grammar = grail.Grammar.from_gbnf(read("inputs", grail_file))
             peer_text = read("inputs", peer_file)
-            peer_grammar = (llg.LLMatcher.grammar_from_json_schema(peer_text) if peer_file.endswith(".json")
-                            else llg.grammar_from("gbnf", peer_text))
+            kind = "schema" if peer_file.endswith(".json") else "gbnf"
+            runners = {"grail": lambda: run_grail(vocabulary, grail_grammar, tokens)}
+            if "llguidance" in peers:
+                peer_grammar = (llg.LLMatcher.grammar_from_json_schema(peer_text) if kind == "schema"
+                                else llg.grammar_from("gbnf", peer_text))
+                runners["llguidance"] = lambda: run_llguidance(tokenizer, peer_grammar, tokens, size)
+            if "xgrammar" in peers:
+                compiled = xgrammar_compile(tokenizer_info, peer_text, kind)
+                runners["xgrammar"] = lambda: run_xgrammar(compiled, tokens, size)
             best = {}
             for _ in range(args.runs):
-                for engine, run in (("grail", lambda: run_grail(vocabulary, grail_grammar, tokens)),
-                                    ("llguidance", lambda: run_llguidance(tokenizer, peer_grammar, tokens, vocabulary.size))):
-                    times = run()
+                for engine in engines:
+                    times = runners[engine]()
                     summary = {"median": statistics.median(times), "p99": quantile(times, 0.99)}
                     if engine not in best or summary["median"] < best[engine]["median"]:
                         best[engine] = summary
-            g, p = best["grail"], best["llguidance"]
-            row = {"vocab": vocab, "case": case, "steps": len(tokens), "grail": g, "llguidance": p,
-                   "median_ratio": g["median"] / p["median"], "p99_ratio": g["p99"] / p["p99"]}
+            row = {"vocab": vocab, "case": case, "steps": len(tokens), **best}
+            for peer in peers:
+                row[f"median_ratio_{peer}"] = best["grail"]["median"] / best[peer]["median"]
+                row[f"p99_ratio_{peer}"] = best["grail"]["p99"] / best[peer]["p99"]
             results.append(row)
-            print(f"| {vocab} | {case} | {len(tokens)} | {g['median']:.2f} | {g['p99']:.1f} | {p['median']:.2f} | "
-                  f"{p['p99']:.1f} | {row['median_ratio']:.2f} | {row['p99_ratio']:.2f} |", flush=True)
+            cells = " | ".join(f"{best[engine]['median']:.2f} | {best[engine]['p99']:.1f}" for engine in engines)
+            ratio_cells = " | ".join(f"{row[f'median_ratio_{peer}']:.3f} | {row[f'p99_ratio_{peer}']:.3f}" for peer in peers)
+            print(f"| {vocab} | {case} | {len(tokens)} | {cells} | {ratio_cells} |", flush=True)
         results.append({"vocab": vocab, "setup_s": setup})
     if args.json:
+        versions = {"grail": grail.__version__, "llguidance": llg.__version__}
+        if "xgrammar" in peers:
+            import xgrammar
+            versions["xgrammar"] = getattr(xgrammar, "__version__", "?")
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"llguidance": llg.__version__, "grail": grail.__version__, "results": results}, handle, indent=2)
+            json.dump({"versions": versions, "results": results}, handle, indent=2)
 
 
 if __name__ == "__main__":
