@@ -22,7 +22,8 @@
 //! text), when the frames left on the way differ in more than their number (when they
 //! are all the same frame, or nothing, llama.cpp's set of stacks merges them into one
 //! per depth: `root ::= "a" root "b" | "a" root |` grows linearly, not exponentially).
-//! Bounded by a work budget; past it, nothing is reported.
+//! Bounded: the rule table by an element budget (nested repetitions multiply copies), the
+//! expansion by a work budget; past either, nothing is reported.
 
 use std::collections::{HashMap, HashSet};
 
@@ -46,6 +47,10 @@ const WORK_BUDGET: usize = 2_000_000;
 /// Deepest stack an expansion may build (a deeper one is left recursion, which llama.cpp
 /// refuses or loops on, reported elsewhere).
 const MAX_STACK_DEPTH: usize = 256;
+
+/// Elements the model's rule table may hold (copies of repeated items multiply: `x{3}{3}`
+/// is nine copies of `x`); past it, nothing is reported.
+const TABLE_BUDGET: usize = 1_000_000;
 
 /// Elements of text read between two nested references, at most.
 const MAX_OPENER: usize = 64;
@@ -74,6 +79,8 @@ struct Table {
     terminals: Vec<String>,
     terminal_ids: HashMap<String, u32>,
     ids: HashMap<String, u32>,
+    /// Elements copied for repetitions so far (against [`TABLE_BUDGET`]).
+    repeated: usize,
 }
 
 impl Table {
@@ -177,13 +184,21 @@ impl Table {
                     if item.is_empty() || quantifier.max.is_some_and(|max| max < quantifier.min) {
                         return Some(());
                     }
-                    for _ in 0..quantifier.min.min(REPETITION_CAP) {
-                        out.extend_from_slice(&item);
-                    }
+                    let copies = quantifier.min.min(REPETITION_CAP);
                     let links = match quantifier.max {
                         None => 1,
                         Some(max) => (max - quantifier.min).min(REPETITION_CAP),
                     };
+                    // Each copy and link holds the item: nested repetitions multiply.
+                    self.repeated = self
+                        .repeated
+                        .saturating_add(item.len().saturating_mul((copies + links) as usize + 1));
+                    if self.repeated > TABLE_BUDGET {
+                        return None;
+                    }
+                    for _ in 0..copies {
+                        out.extend_from_slice(&item);
+                    }
                     let mut last: Option<u32> = None;
                     for link in 0..links {
                         let rule = self.new_rule(owner);
@@ -530,6 +545,7 @@ fn build_table(syntax: &ast::Grammar, source: &str) -> Option<Table> {
         names: kept.iter().map(|rule| rule.name.text.clone()).collect(),
         terminals: Vec::new(),
         terminal_ids: HashMap::new(),
+        repeated: 0,
         ids: kept
             .iter()
             .enumerate()
@@ -651,6 +667,16 @@ mod tests {
             found[0].contains(r#"r ::= "(" r (")" | "]") | "x""#),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn stacked_repetitions_stay_within_the_table_budget() {
+        // Each `{3}` triples the copies: 3^20 copies of "ab" if the table were built
+        // whole. The model gives up (reports nothing) instead of building it.
+        let source = format!("root ::= \"ab\"{} | \"(\" root \")\"\n", "{3}".repeat(20));
+        let start = std::time::Instant::now();
+        assert!(slow(&source).is_empty());
+        assert!(start.elapsed().as_secs() < 30, "{:?}", start.elapsed());
     }
 
     #[test]
