@@ -128,22 +128,37 @@ fn w3c_marker(content: &str, offset: usize) -> Option<Span> {
         }
     }
     let bytes = content.as_bytes();
-    for (index, window) in bytes.windows(3).enumerate() {
-        let hex_code_point =
-            window[0] == b'#' && window[1] == b'x' && window[2].is_ascii_hexdigit();
-        // `#x` right after `[`, `|`, `(`, `-` or a space: a code point, not a comment
-        // that happens to start with an x.
+    // Where the scan is: GBNF's string literals and classes may hold `/*` or `#x` as
+    // text (`"/*"`, `[/*]`); a `#` outside them that is no code point starts a comment.
+    let (mut in_string, mut in_class, mut escaped) = (false, false, false);
+    for (index, &byte) in bytes.iter().enumerate() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        let next = |ahead: usize| bytes.get(index + ahead).copied().unwrap_or(0);
+        // `#x` right after `[`, `|`, `(`, `-` or a space: a code point (W3C writes them in
+        // its classes too), not a comment that happens to start with an x.
+        let hex_code_point = byte == b'#' && next(1) == b'x' && next(2).is_ascii_hexdigit();
         let in_expression =
             index > 0 && matches!(bytes[index - 1], b'[' | b'|' | b'(' | b'-' | b' ' | b'\t');
-        if hex_code_point && in_expression {
+        if hex_code_point && in_expression && !in_string {
             let length = 2 + bytes[index + 2..]
                 .iter()
                 .take_while(|byte| byte.is_ascii_hexdigit())
                 .count();
             return Some(Span::new(offset + index, offset + index + length));
         }
-        if window[0] == b'/' && window[1] == b'*' {
-            return Some(Span::new(offset + index, offset + index + 2));
+        match byte {
+            b'\\' if in_string || in_class => escaped = true,
+            b'"' if !in_class => in_string = !in_string,
+            b'[' if !in_string => in_class = true,
+            b']' if in_class => in_class = false,
+            b'#' if !in_string && !in_class => return None,
+            b'/' if !in_string && !in_class && next(1) == b'*' => {
+                return Some(Span::new(offset + index, offset + index + 2));
+            }
+            _ => {}
         }
     }
     None
@@ -181,6 +196,15 @@ mod tests {
             dialect("digit = \"0\" | \"1\" ;\nnumber = digit , { digit } ;\n"),
             Some(Dialect::IsoEbnf)
         );
+    }
+
+    #[test]
+    fn comment_markers_inside_strings_classes_and_comments_are_gbnf_text() {
+        assert_eq!(dialect("c_comment ::= \"/*\" [^*]* \"*/\"\n"), None);
+        assert_eq!(dialect("root ::= [/*] \"#x20\"\n"), None);
+        assert_eq!(dialect("root ::= \"a\" # see /* below\n"), None);
+        // W3C's own classes keep their code points.
+        assert_eq!(dialect("Char ::= [#x20-#x7E]\n"), Some(Dialect::W3cEbnf));
     }
 
     #[test]

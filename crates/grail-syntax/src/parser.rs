@@ -129,7 +129,8 @@ pub fn parse_with_limits(source: &str, limits: &ParseLimits) -> Parsed {
 
 /// When the text has errors and reads like another notation ([`crate::dialect`]), the
 /// first error (after a NUL byte's) becomes [`SyntaxError::OtherDialect`], at the first
-/// sign of that notation.
+/// sign of that notation; unless that error is a GBNF mistake with a repair of its own
+/// (a name with `_`, a line that starts with `|`), which says more than the notation.
 fn name_other_dialect(text: &str, errors: &mut [ParseError]) {
     let Some(first) = errors
         .iter()
@@ -137,6 +138,12 @@ fn name_other_dialect(text: &str, errors: &mut [ParseError]) {
     else {
         return;
     };
+    if matches!(
+        errors[first].kind,
+        SyntaxError::RuleNameUnderscore { .. } | SyntaxError::LineStartsWithBar
+    ) {
+        return;
+    }
     let Some((dialect, span)) = crate::dialect::detect(text) else {
         return;
     };
