@@ -56,10 +56,15 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
         };
         let fixed = match fix(source) {
             Ok(fixed) => fixed,
-            Err(error) => bail!(
-                "internal error fixing `{}`: {error}; the file was left as it is (please report this grammar)",
-                input.name
-            ),
+            Err(error) => {
+                // The repairs did not check: nothing is written; the other files go on.
+                eprintln!(
+                    "error: internal error fixing `{}`: {error}; the file was left as it is (please report this grammar)",
+                    input.name
+                );
+                failed = true;
+                continue;
+            }
         };
         for repair in &fixed.fixes {
             eprintln!("{}:{}: {}", input.name, repair.line, repair.kind);
@@ -104,7 +109,7 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
             failed |= count > 0;
         } else if args.write {
             if fixed.source != source {
-                std::fs::write(file, &fixed.source)?;
+                write_replacing(file, &fixed.source)?;
             }
         } else {
             print!("{}", fixed.source);
@@ -115,4 +120,20 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Writes `text` to `path` through a temporary file beside it renamed over it (with the
+/// file's permissions), so a failed write leaves the old file whole.
+fn write_replacing(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".grail-fix.tmp");
+    let temporary = std::path::PathBuf::from(temporary);
+    std::fs::write(&temporary, text)
+        // The file keeps its permissions.
+        .and_then(|()| std::fs::set_permissions(&temporary, std::fs::metadata(path)?.permissions()))
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|error| {
+            let _ = std::fs::remove_file(&temporary);
+            anyhow::anyhow!("cannot write `{}`: {error}", path.display())
+        })
 }
