@@ -265,13 +265,16 @@ impl Matcher {
             .as_ref()
             .filter(|(object, _)| object.bind(py).is(bitmask))
             .map(|(_, target)| *target);
-        let target = match cached {
-            Some(target) => target,
+        // Only a numpy array (the one kind remembered) is written with the GIL released:
+        // another thread could free or move a torch tensor's storage (`resize_`, `set_`)
+        // meanwhile.
+        let (target, numpy) = match cached {
+            Some(target) => (target, true),
             None => {
                 let target = bitmask_target(bitmask)?;
-                self.last_target =
-                    is_exact_ndarray(bitmask).then(|| (bitmask.clone().unbind(), target));
-                target
+                let numpy = is_exact_ndarray(bitmask);
+                self.last_target = numpy.then(|| (bitmask.clone().unbind(), target));
+                (target, numpy)
             }
         };
         let BitmaskTarget {
@@ -290,19 +293,8 @@ impl Matcher {
                 "row {index} of a bitmask of {rows} rows"
             )));
         }
-        let (matcher, ended) = (&mut self.inner, self.ended);
-        // The mask is written straight into the row, with the GIL released.
-        py.detach(move || {
-            // SAFETY: `bitmask_target` checked that the object is a writable, C-contiguous
-            // int32 array of `rows` × `width` elements at `address`, and `index < rows`.
-            // The array stays alive: this call holds a reference to it, and a numpy array
-            // with references cannot be resized (unless with `refcheck=False`, which the
-            // docs forbid for a bitmask in use). Only row `index` is written, through a
-            // slice of its own; other threads may fill other rows meanwhile, as batches
-            // are filled, but the same row from two threads at once is the caller's race.
-            let row: &mut [u32] = unsafe {
-                std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
-            };
+        // Writes the mask into `row`'s first `words` words and clears the rest.
+        let fill_row = move |matcher: &mut RustMatcher, ended: bool, row: &mut [u32]| {
             let (used, spare) = row.split_at_mut(words);
             if ended {
                 used.fill(0);
@@ -310,7 +302,37 @@ impl Matcher {
                 matcher.fill_mask_words(used);
             }
             spare.fill(0);
-        });
+        };
+        let (matcher, ended) = (&mut self.inner, self.ended);
+        if numpy {
+            // Straight into the row, with the GIL released.
+            py.detach(move || {
+                // SAFETY: `bitmask_target` checked that the object is a writable,
+                // C-contiguous int32 array of `rows` × `width` elements at `address`, and
+                // `index < rows`. It is a numpy array, which stays alive (this call holds
+                // a reference) and in place: numpy refuses to resize an array that has
+                // references (`refcheck=False` is forbidden for a bitmask in use, in the
+                // docs). Only row `index` is written, through a slice of its own; other
+                // threads may fill other rows meanwhile (batches are filled so), and the
+                // same row from two threads at once is the caller's race.
+                let row: &mut [u32] = unsafe {
+                    std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
+                };
+                fill_row(matcher, ended, row);
+            });
+        } else {
+            // Computed with the GIL released, written with it held.
+            let mask = &mut self.mask;
+            py.detach(|| fill_row(matcher, ended, mask.words_mut()));
+            // SAFETY: as above, for any of the accepted kinds (a torch tensor by its
+            // `data_ptr`, a DLPack or array-interface buffer), written with the GIL held,
+            // so no Python code can free or move it meanwhile.
+            let row: &mut [u32] = unsafe {
+                std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
+            };
+            row[..words].copy_from_slice(self.mask.words());
+            row[words..].fill(0);
+        }
         Ok(())
     }
 
