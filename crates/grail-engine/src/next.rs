@@ -36,6 +36,21 @@ pub struct NextCharacters {
 }
 
 impl Matcher {
+    /// Writes into `key` all that [`Matcher::next_characters`] depends on: the current
+    /// items' grammar positions and partial characters, and whether the input may end
+    /// here; not the stack of callers below them. Equal keys give equal rules, so a
+    /// caller that reports the rules at every step (the `gbnf`-style Node API) can cache
+    /// them by this key. The key of one state may vary with the order its items were
+    /// found in, which only costs such a cache a miss.
+    pub fn next_characters_key(&self, key: &mut Vec<u32>) {
+        key.clear();
+        key.push(u32::from(self.is_accepting()));
+        for item in self.current_items() {
+            key.push(item.node);
+            key.push(item.partial.to_bits());
+        }
+    }
+
     /// The next-character rules after the input so far.
     ///
     /// Classes merge into one rule: a CHAR rule (the union of what every position

@@ -57,6 +57,12 @@ struct RuleLists {
     lists: Vec<Vec<u32>>,
     /// The key being looked up (kept to reuse its allocation).
     key: Vec<u32>,
+    /// Numbers by the matcher's next-character key (`Matcher::next_characters_key`): a
+    /// state met before finds its number without computing its rules (capped as
+    /// `numbers`).
+    by_state: FxHashMap<Vec<u32>, u32>,
+    /// The state key being looked up.
+    state_key: Vec<u32>,
 }
 
 /// Most rule lists numbered per grammar; past that, steps report "not numbered".
@@ -245,22 +251,29 @@ impl Matcher {
         if self.ended {
             return UNNUMBERED;
         }
-        let next = self.inner.next_characters();
         let mut lists = self
             .rule_lists
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let lists = &mut *lists;
-        encode(&next, &mut lists.key);
-        if let Some(&number) = lists.numbers.get(&lists.key) {
+        self.inner.next_characters_key(&mut lists.state_key);
+        if let Some(&number) = lists.by_state.get(&lists.state_key) {
             return number;
         }
-        if lists.numbers.len() >= MAX_RULE_LISTS {
-            return UNNUMBERED;
+        encode(&self.inner.next_characters(), &mut lists.key);
+        let number = match lists.numbers.get(&lists.key) {
+            Some(&number) => number,
+            None if lists.numbers.len() >= MAX_RULE_LISTS => return UNNUMBERED,
+            None => {
+                let number = lists.numbers.len() as u32;
+                lists.numbers.insert(lists.key.clone(), number);
+                lists.lists.push(lists.key.clone());
+                number
+            }
+        };
+        if lists.by_state.len() < MAX_RULE_LISTS {
+            lists.by_state.insert(lists.state_key.clone(), number);
         }
-        let number = lists.numbers.len() as u32;
-        lists.numbers.insert(lists.key.clone(), number);
-        lists.lists.push(lists.key.clone());
         number
     }
 }
