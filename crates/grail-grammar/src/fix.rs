@@ -469,14 +469,22 @@ fn braces(min: u64, max: Option<u64>) -> String {
     }
 }
 
+/// Pieces one repetition may be split into; a larger bound (`{0,4000000000}` would be two
+/// million pieces, half a gigabyte of text) is left for the author to rewrite.
+const MAX_PIECES: u64 = 1000;
+
 /// `{min,max}` as pieces whose bounds are at most `chunk` each (an unbounded piece last),
-/// matching the same counts in sequence; `None` when no split is needed or possible.
+/// matching the same counts in sequence; `None` when no split is needed or possible (or
+/// would take more than [`MAX_PIECES`]).
 fn split_bounds(min: u64, max: Option<u64>, chunk: u64) -> Option<Vec<(u64, Option<u64>)>> {
     let bound = max.unwrap_or(min);
     if chunk == 0 || bound <= chunk || max.is_some_and(|max| max < min) {
         return None;
     }
     let count = bound.div_ceil(chunk);
+    if count > MAX_PIECES {
+        return None;
+    }
     let mut pieces = Vec::with_capacity(count as usize);
     let mut min_left = min;
     for index in 0..count {
@@ -744,6 +752,8 @@ mod tests {
     #[test]
     fn bounds_split_into_pieces_that_add_up() {
         assert_eq!(split_bounds(0, Some(2000), 2000), None);
+        // Two million pieces: left for the author.
+        assert_eq!(split_bounds(0, Some(4_000_000_000), 2000), None);
         assert_eq!(
             split_bounds(2500, Some(2500), 2000),
             Some(vec![(1250, Some(1250)), (1250, Some(1250))])
