@@ -272,7 +272,11 @@ impl Fixer {
                     && start < boundary
                     && !matches!(other.kind, SyntaxError::RuleNameUnderscore { .. })
             });
-            if broken {
+            // A bare `|` (nothing after it on its line but a comment) joined to the line
+            // before would take the next line as its alternative, maybe a new rule: left
+            // for the author (an empty alternative, or a stray `|`?).
+            let rest_of_line = text[bar + 1..].split('\n').next().unwrap_or("").trim();
+            if broken || rest_of_line.is_empty() || rest_of_line.starts_with('#') {
                 continue;
             }
             let after_bar = text[bar + 1..]
@@ -780,6 +784,18 @@ mod tests {
                     max
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_bare_bar_line_is_left_for_the_author() {
+        for source in [
+            "root ::= \"a\"\n|\ny ::= \"b\"\n",
+            "root ::= \"a\"\n| # alt\ny ::= \"b\"\n",
+        ] {
+            let fixed = fix(source).unwrap();
+            assert_eq!(fixed.source, source);
+            assert!(fixed.fixes.is_empty());
         }
     }
 
