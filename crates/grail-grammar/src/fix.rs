@@ -243,7 +243,24 @@ impl Fixer {
                 }
             });
         }
-        for name in names.into_iter().filter(|name| name.text.contains('_')) {
+        // Where the parser dropped text (an error of another kind), a name may also be
+        // used there, out of the tree's sight: such a name is left for the author, or its
+        // definition and uses would part.
+        let dropped_text = parsed.errors.iter().any(|error| {
+            !matches!(
+                error.kind,
+                SyntaxError::RuleNameUnderscore { .. } | SyntaxError::LineStartsWithBar
+            )
+        });
+        let mut in_tree: HashMap<&str, usize> = HashMap::new();
+        for name in &names {
+            *in_tree.entry(name.text.as_str()).or_default() += 1;
+        }
+        let unseen_uses = |name: &str| dropped_text && word_count(text, name) > in_tree[name];
+        for name in names
+            .iter()
+            .filter(|name| name.text.contains('_') && !unseen_uses(&name.text))
+        {
             let to = self.new_name(&name.text);
             repairs.push(Repair {
                 edits: vec![(name.span.range(), to)],
@@ -471,6 +488,18 @@ fn braces(min: u64, max: Option<u64>) -> String {
         Some(max) => format!("{{{min},{max}}}"),
         None => format!("{{{min},}}"),
     }
+}
+
+/// How many times `name` is written in `text` as a whole word (not inside a longer name).
+fn word_count(text: &str, name: &str) -> usize {
+    let is_name_byte = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-');
+    text.match_indices(name)
+        .filter(|&(start, _)| {
+            let before = text.as_bytes()[..start].last().copied();
+            let after = text.as_bytes().get(start + name.len()).copied();
+            !before.is_some_and(is_name_byte) && !after.is_some_and(is_name_byte)
+        })
+        .count()
 }
 
 /// Pieces one repetition may be split into; a larger bound (`{0,4000000000}` would be two
@@ -785,6 +814,14 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_name_also_written_where_the_parser_dropped_text_is_not_renamed() {
+        let source = "root ::= a_b \"unterminated\na_b ::= \"x\"\n";
+        let fixed = fix(source).unwrap();
+        assert!(fixed.source.contains("a_b ::="), "{}", fixed.source);
+        assert!(fixed.source.contains("root ::= a_b"), "{}", fixed.source);
     }
 
     #[test]
