@@ -54,20 +54,15 @@ pub fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let fixed = match fix(source) {
-            Ok(fixed) => fixed,
-            Err(error) => {
-                // The repairs did not check: nothing is written; the other files go on.
-                eprintln!(
-                    "error: internal error fixing `{}`: {error}; the file was left as it is (please report this grammar)",
-                    input.name
-                );
-                failed = true;
-                continue;
-            }
-        };
+        let fixed = fix(source);
         for repair in &fixed.fixes {
             eprintln!("{}:{}: {}", input.name, repair.line, repair.kind);
+        }
+        for repair in &fixed.declined {
+            eprintln!(
+                "{}:{}: not fixed, since the text with it would read as a different grammar (an error near it? fix that first): would have {}",
+                input.name, repair.line, repair.kind
+            );
         }
         // The fixed text, checked again: what is left to do by hand.
         let report = check(&fixed.source, &options);

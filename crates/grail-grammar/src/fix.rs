@@ -11,8 +11,10 @@
 //! Fixing runs in rounds, since one repair can reveal the need for another (a joined
 //! line may use a name with `_`). After each round the new text is parsed again and its
 //! syntax tree must equal the old one with exactly the intended changes (names renamed,
-//! ranges swapped, repetitions split, joined rules gaining alternatives after their own);
-//! otherwise nothing is returned. None of the repairs adds or removes a line break, so
+//! ranges swapped, repetitions split, joined rules gaining alternatives after their own).
+//! When it does not (the parser's recovery from other errors can read the new text
+//! differently), each repair is tried alone and one that still does not is declined:
+//! reported, not made. None of the repairs adds or removes a line break, so
 //! line numbers stay those of the original text.
 
 use std::collections::{HashMap, HashSet};
@@ -121,25 +123,19 @@ pub struct Fix {
 pub struct Fixed {
     /// The fixed text (equal to the input when nothing needed fixing).
     pub source: String,
-    /// The repairs.
+    /// The repairs made.
     pub fixes: Vec<Fix>,
-}
-
-/// Why `fix` returned nothing.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum FixError {
-    /// A round's result would differ from the original by more than the repairs (a bug
-    /// in `fix`); the text is left as it is.
-    #[error("fixing would change the grammar beyond the repairs ({detail})")]
-    WouldChangeGrammar {
-        /// What differed.
-        detail: String,
-    },
+    /// Repairs found but not made, since the text with them would not read back as the
+    /// same grammar with just that change (other errors around them): the author's.
+    pub declined: Vec<Fix>,
 }
 
 /// Repairs what can be repaired mechanically in `source` (see the module documentation).
-pub fn fix(source: &str) -> Result<Fixed, FixError> {
+///
+/// A repair whose text does not read back as the same grammar with just that change (the
+/// parser's recovery from other errors can see the joined or split text differently) is
+/// not made: it is returned in [`Fixed::declined`] for the author.
+pub fn fix(source: &str) -> Fixed {
     let mut fixer = Fixer {
         renames: HashMap::new(),
         renamed_places: HashMap::new(),
@@ -148,6 +144,7 @@ pub fn fix(source: &str) -> Result<Fixed, FixError> {
     let mut text = source.to_string();
     // Each fix with its line and its offset in the text of its round (to order a line's).
     let mut fixes: Vec<(usize, usize, Fix)> = Vec::new();
+    let mut declined: Vec<Fix> = Vec::new();
     let limits = ParseLimits {
         max_errors: usize::MAX,
         ..ParseLimits::default()
@@ -156,14 +153,24 @@ pub fn fix(source: &str) -> Result<Fixed, FixError> {
         let parsed = parse_with_limits(&text, &limits);
         let lines = LineIndex::new(&text);
         let mut repairs = fixer.repairs(&text, &parsed, &lines);
-        if repairs.is_empty() {
+        keep_apart(&mut repairs);
+        let round = Round {
+            text: &text,
+            before: &parsed.grammar,
+            renames: &fixer.renames,
+            limits: &limits,
+        };
+        let (kept, refused) = round.verified(repairs);
+        if kept.is_empty() {
+            // Nothing more can be made: what is left is the author's.
+            declined = refused
+                .iter()
+                .flat_map(|group| group_fix(group, &fixer.renames))
+                .collect();
             break;
         }
-        keep_apart(&mut repairs);
-        let fixed_text = apply(&text, &repairs);
-        let reparsed = parse_with_limits(&fixed_text, &limits);
-        verify(&parsed.grammar, &reparsed.grammar, &repairs, &fixer.renames)?;
-        for repair in repairs {
+        let fixed_text = apply(&text, &kept);
+        for repair in kept {
             let offset = repair.edits[0].0.start;
             match repair.change {
                 Change::Rename { from, line } => {
@@ -184,13 +191,98 @@ pub fn fix(source: &str) -> Result<Fixed, FixError> {
         fixes.push((line, offset, Fix { kind, line }));
     }
     fixes.sort_by_key(|&(line, offset, _)| (line, offset));
-    Ok(Fixed {
+    declined.sort_by_key(|fix| fix.line);
+    Fixed {
         source: text,
         fixes: fixes.into_iter().map(|(_, _, fix)| fix).collect(),
-    })
+        declined,
+    }
+}
+
+/// One round's text and tree, against which repairs are tried.
+struct Round<'a> {
+    text: &'a str,
+    before: &'a ast::Grammar,
+    renames: &'a HashMap<String, String>,
+    limits: &'a ParseLimits,
+}
+
+impl Round<'_> {
+    /// True when the text with `repairs` made parses to the tree with exactly their changes.
+    fn reads_back(&self, repairs: &[Repair]) -> bool {
+        let renames: HashMap<String, String> = repairs
+            .iter()
+            .filter_map(|repair| match &repair.change {
+                Change::Rename { from, .. } => Some((from.clone(), self.renames[from].clone())),
+                _ => None,
+            })
+            .collect();
+        let reparsed = parse_with_limits(&apply(self.text, repairs), self.limits);
+        verify(self.before, &reparsed.grammar, repairs, &renames).is_ok()
+    }
+
+    /// The repairs to make this round, and the groups refused (each read back wrong alone).
+    /// All together when they read back; otherwise each group (a name's renames go
+    /// together, every other repair alone) is tried alone, and those that pass are made
+    /// together, or the first of them when together they do not (the rest come again next
+    /// round).
+    fn verified(&self, repairs: Vec<Repair>) -> (Vec<Repair>, Vec<Vec<Repair>>) {
+        if repairs.is_empty() || self.reads_back(&repairs) {
+            return (repairs, Vec::new());
+        }
+        let (passing, refused): (Vec<Vec<Repair>>, Vec<Vec<Repair>>) = groups(repairs)
+            .into_iter()
+            .partition(|group| self.reads_back(group));
+        let mut passing = passing.into_iter();
+        let Some(first) = passing.next() else {
+            return (Vec::new(), refused);
+        };
+        let rest: Vec<Repair> = passing.flatten().collect();
+        let together: Vec<Repair> = first.iter().cloned().chain(rest).collect();
+        if self.reads_back(&together) {
+            (together, refused)
+        } else {
+            (first, refused)
+        }
+    }
+}
+
+/// `repairs` in groups that must be made together: all renames of one name; every other
+/// repair alone.
+fn groups(repairs: Vec<Repair>) -> Vec<Vec<Repair>> {
+    let mut groups: Vec<Vec<Repair>> = Vec::new();
+    let mut group_of_name: HashMap<String, usize> = HashMap::new();
+    for repair in repairs {
+        if let Change::Rename { from, .. } = &repair.change {
+            if let Some(&index) = group_of_name.get(from) {
+                groups[index].push(repair);
+                continue;
+            }
+            group_of_name.insert(from.clone(), groups.len());
+        }
+        groups.push(vec![repair]);
+    }
+    groups
+}
+
+/// The fix a group of repairs would have been.
+fn group_fix(group: &[Repair], renames: &HashMap<String, String>) -> Option<Fix> {
+    let first = group.first()?;
+    match &first.change {
+        Change::Rename { from, line } => Some(Fix {
+            kind: FixKind::RuleRenamed {
+                from: from.clone(),
+                to: renames[from].clone(),
+                places: group.len(),
+            },
+            line: *line,
+        }),
+        _ => first.fix.clone(),
+    }
 }
 
 /// One text edit with the change it makes to the syntax tree and the repair it reports.
+#[derive(Clone)]
 struct Repair {
     edits: Vec<(Range<usize>, String)>,
     change: Change,
@@ -198,6 +290,7 @@ struct Repair {
 }
 
 /// What a repair does to the syntax tree, for checking the reparsed text.
+#[derive(Clone)]
 enum Change {
     /// A name occurrence renamed (the rename map says to what).
     Rename { from: String, line: usize },
@@ -588,7 +681,7 @@ fn verify(
     after: &ast::Grammar,
     repairs: &[Repair],
     renames: &HashMap<String, String>,
-) -> Result<(), FixError> {
+) -> Result<(), String> {
     let mut expected = before.clone();
     let mut joined: HashSet<usize> = HashSet::new();
     for repair in repairs {
@@ -610,7 +703,7 @@ fn verify(
         });
         split_terms(&mut rule.body, repairs);
     }
-    let wrong = |detail: String| Err(FixError::WouldChangeGrammar { detail });
+    let wrong = |detail: String| Err(detail);
     if expected.rules.len() != after.rules.len() {
         return wrong(format!(
             "{} rules instead of {}",
@@ -819,7 +912,7 @@ mod tests {
     #[test]
     fn a_name_also_written_where_the_parser_dropped_text_is_not_renamed() {
         let source = "root ::= a_b \"unterminated\na_b ::= \"x\"\n";
-        let fixed = fix(source).unwrap();
+        let fixed = fix(source);
         assert!(fixed.source.contains("a_b ::="), "{}", fixed.source);
         assert!(fixed.source.contains("root ::= a_b"), "{}", fixed.source);
     }
@@ -830,15 +923,38 @@ mod tests {
             "root ::= \"a\"\n|\ny ::= \"b\"\n",
             "root ::= \"a\"\n| # alt\ny ::= \"b\"\n",
         ] {
-            let fixed = fix(source).unwrap();
+            let fixed = fix(source);
             assert_eq!(fixed.source, source);
             assert!(fixed.fixes.is_empty());
         }
     }
 
     #[test]
+    fn a_join_the_parser_would_read_differently_is_declined() {
+        // `<` on line 2 opens a token that `>` closes on line 3: joined, line 2 would take
+        // the unterminated literal of line 3 into the rule, and the rule would be lost.
+        let source = "root ::= <>\n|<\n|>\"";
+        let fixed = fix(source);
+        assert_eq!(fixed.source, source);
+        assert!(fixed.fixes.is_empty());
+        assert_eq!(
+            fixed.declined,
+            [Fix {
+                kind: FixKind::LineJoined,
+                line: 2
+            }]
+        );
+        // A repair that reads back is still made beside it.
+        let source = "root ::= <> [z-a]\n|<\n|>\"";
+        let fixed = fix(source);
+        assert_eq!(fixed.source, "root ::= <> [a-z]\n|<\n|>\"");
+        assert_eq!(fixed.fixes.len(), 1);
+        assert_eq!(fixed.declined.len(), 1);
+    }
+
+    #[test]
     fn names_are_renamed_apart_and_lines_joined() {
-        let fixed = fix("root ::= a_b a-b\na_b ::= \"x\" # c\n  | \"y\"\na-b ::= \"z\"\n").unwrap();
+        let fixed = fix("root ::= a_b a-b\na_b ::= \"x\" # c\n  | \"y\"\na-b ::= \"z\"\n");
         assert_eq!(
             fixed.source,
             "root ::= a-b-2 a-b\na-b-2 ::= \"x\" | # c\n  \"y\"\na-b ::= \"z\"\n"
@@ -864,10 +980,11 @@ mod tests {
     fn nothing_to_fix_leaves_the_text_alone() {
         let source = "root ::= [a-z]{0,2000} # fine\n";
         assert_eq!(
-            fix(source).unwrap(),
+            fix(source),
             Fixed {
                 source: source.to_string(),
-                fixes: Vec::new()
+                fixes: Vec::new(),
+                declined: Vec::new(),
             }
         );
     }

@@ -37,7 +37,7 @@ pub use builder::{BuildError, Expr, GrammarBuilder};
 pub use charset::CharSet;
 pub use check::{CheckOptions, CheckReport, check};
 pub use finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
-pub use fix::{Fix, FixError, FixKind, Fixed, SplitReason, fix};
+pub use fix::{Fix, FixKind, Fixed, SplitReason, fix};
 pub use ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
 };
