@@ -65,7 +65,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
     }
     let references = references(grammar);
     let mut rewriter = Rewriter {
-        rules: grammar.rules.clone(),
+        rules: Vec::new(),
         nullable: nullable_rules(grammar, &references),
         sizes: estimated_rule_sizes(grammar, &[]),
         nonempty_rules: FxHashMap::default(),
@@ -73,6 +73,20 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         calls_only: vec![false; grammar.rules.len()],
         changed: false,
     };
+    // Most grammars (a schema's `[ \t]{0,20}`) unroll only items that are neither empty
+    // nor big: seen without copying the grammar.
+    let rewrites = grammar
+        .rules
+        .iter()
+        .flat_map(|rule| rule.alternatives.iter().flatten())
+        .any(|symbol| rewriter.would_rewrite(symbol));
+    if !rewrites {
+        return Prepared {
+            grammar: Cow::Borrowed(grammar),
+            calls_only: vec![false; grammar.rules.len()],
+        };
+    }
+    rewriter.rules = grammar.rules.clone();
     for rule in 0..grammar.rules.len() {
         let alternatives = std::mem::take(&mut rewriter.rules[rule].alternatives);
         rewriter.rules[rule].alternatives = alternatives
@@ -193,19 +207,43 @@ impl Rewriter {
         })
     }
 
-    /// Makes the item of a repetition a rule of its own when its copies would be too
-    /// many nodes.
-    fn hoist_if_big(&mut self, repetition: &mut Repetition) {
+    /// Whether [`Rewriter::symbol`] would change `symbol` (read only: the rewrite's own
+    /// tests, on the symbol as written, which the rewrite keeps when nothing inside it
+    /// changes).
+    fn would_rewrite(&self, symbol: &Symbol) -> bool {
+        grail_syntax::stack::deep(|| match &symbol.kind {
+            SymbolKind::Group(sequences) => sequences
+                .iter()
+                .flatten()
+                .any(|inner| self.would_rewrite(inner)),
+            SymbolKind::Repeat(repetition) => {
+                self.would_rewrite(&repetition.symbol)
+                    || copies(repetition) >= MIN_COPIES_TO_REWRITE
+                        && self.is_nullable(&repetition.symbol)
+                        && symbol_count(&repetition.symbol) <= MAX_NONEMPTY_SYMBOLS
+                    || self.is_big(repetition)
+            }
+            _ => false,
+        })
+    }
+
+    /// Whether a repetition's copies would be too many nodes (its item is then hoisted).
+    fn is_big(&self, repetition: &Repetition) -> bool {
         // One copy (`?`, `*`) duplicates nothing; and measuring every optional's item
         // again at each level of nested optionals (converters write `maxLength` so) was
         // quadratic.
         if copies(repetition) <= 1 {
-            return;
+            return false;
         }
         let item_size = self.size(&repetition.symbol);
-        if item_size < HOIST_MIN_ITEM_NODES
-            || item_size.saturating_mul(copies(repetition)) <= HOIST_MIN_TOTAL_NODES
-        {
+        item_size >= HOIST_MIN_ITEM_NODES
+            && item_size.saturating_mul(copies(repetition)) > HOIST_MIN_TOTAL_NODES
+    }
+
+    /// Makes the item of a repetition a rule of its own when its copies would be too
+    /// many nodes.
+    fn hoist_if_big(&mut self, repetition: &mut Repetition) {
+        if !self.is_big(repetition) {
             return;
         }
         self.changed = true;

@@ -34,6 +34,8 @@ pub(crate) struct Converter<'s> {
     pub rules: HashMap<String, RuleId>,
     /// Shared rules by name (`space`, `char`, `value`, ...).
     pub primitives: HashMap<crate::emit::Primitive, RuleId>,
+    /// The string of each exactly expressed `format` by name, shared by every use.
+    pub format_rules: HashMap<String, grail_grammar::Expr>,
     /// Pointers whose shapes are being read (a `$ref` chain with no schema in between).
     pub reading: Vec<String>,
     /// References being expanded to intersect them (`allOf` over a recursive `$ref`).
@@ -74,6 +76,7 @@ impl<'s> Converter<'s> {
             shapes: HashMap::default(),
             rules: HashMap::default(),
             primitives: HashMap::default(),
+            format_rules: HashMap::default(),
             reading: Vec::new(),
             expanding: Vec::new(),
             depth: 0,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::char_automaton::CharDfa;
 use crate::convert::Converter;
 use crate::emit::Primitive;
-use crate::format::{FormatGrammar, format_grammar, format_superset};
+use crate::format::{FormatGrammar, format_grammar, format_superset, is_annotation};
 use crate::json_text::{encoded_char, encoded_set};
 use crate::pattern::{pattern_char_lengths, pattern_expr};
 use crate::shape::{Shape, Typed, Types};
@@ -32,7 +32,7 @@ impl Converter<'_> {
         let formats: Vec<_> = rules
             .formats
             .iter()
-            .filter(|format| !matches!(format_grammar(&format.value), FormatGrammar::Annotation))
+            .filter(|format| !is_annotation(&format.value))
             .cloned()
             .collect();
         if let Some(format) = formats.first() {
@@ -159,15 +159,23 @@ impl Converter<'_> {
         Expr::sequence([quote, rest])
     }
 
-    /// A string in `format` (llama.cpp's grammar in its dialect).
+    /// A string in `format` (llama.cpp's grammar in its dialect): one rule per format
+    /// name, shared by every use (a lenient weakening is still reported at each).
     fn format(&mut self, format: &crate::shape::Located<String>) -> Expr {
-        if self.options.llama_dialect()
-            && let Some(expr) = crate::format_llama::llama_format(&format.value)
-        {
-            return self.quoted_rule(expr, &format.value);
+        if let Some(expr) = self.format_rules.get(&format.value) {
+            return expr.clone();
         }
-        match format_grammar(&format.value) {
-            FormatGrammar::Exact(expr) => self.quoted_rule(expr, &format.value),
+        let llama = self.options.llama_dialect();
+        let grammar = match llama.then(|| crate::format_llama::llama_format(&format.value)) {
+            Some(Some(expr)) => FormatGrammar::Exact(expr),
+            _ => format_grammar(&format.value),
+        };
+        match grammar {
+            FormatGrammar::Exact(expr) => {
+                let rule = self.quoted_rule(expr, &format.value);
+                self.format_rules.insert(format.value.clone(), rule.clone());
+                rule
+            }
             FormatGrammar::Unsupported(reason) => {
                 let (pointer, keyword) = (format.pointer.clone(), format.keyword);
                 self.unsupported(
@@ -249,12 +257,10 @@ impl Converter<'_> {
                     return Some(CharDfa::nothing());
                 }
                 let string = &typed.string;
-                let formats_assert = string.formats.iter().any(|format| {
-                    !matches!(
-                        crate::format::format_grammar(&format.value),
-                        crate::format::FormatGrammar::Annotation
-                    )
-                });
+                let formats_assert = string
+                    .formats
+                    .iter()
+                    .any(|format| !is_annotation(&format.value));
                 if formats_assert {
                     return None;
                 }

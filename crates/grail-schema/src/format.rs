@@ -66,6 +66,33 @@ const IDN_REASON: &str = "formats `idn-hostname` and `idn-email`: checked by IDN
 const REGEX_REASON: &str = "format `regex`: whether a string is a valid ECMA-262 regular \
     expression (nested groups, the regex engine's own rules) is not a grammar here";
 
+/// True when the format named `name` asserts nothing (see [`FormatGrammar::Annotation`]):
+/// what [`format_grammar`] says, without building a grammar.
+pub fn is_annotation(name: &str) -> bool {
+    !matches!(
+        name,
+        "date"
+            | "time"
+            | "date-time"
+            | "duration"
+            | "ipv4"
+            | "ipv6"
+            | "uuid"
+            | "uri"
+            | "uri-reference"
+            | "iri"
+            | "iri-reference"
+            | "json-pointer"
+            | "relative-json-pointer"
+            | "uri-template"
+            | "hostname"
+            | "email"
+            | "idn-hostname"
+            | "idn-email"
+            | "regex"
+    )
+}
+
 /// The grammar of the JSON Schema `format` named `name`.
 pub fn format_grammar(name: &str) -> FormatGrammar {
     match name {

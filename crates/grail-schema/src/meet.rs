@@ -549,10 +549,7 @@ impl Converter<'_> {
                     return Err("checking a constant against `pattern`".into());
                 }
                 for format in &string.formats {
-                    if !matches!(
-                        crate::format::format_grammar(&format.value),
-                        crate::format::FormatGrammar::Annotation
-                    ) {
+                    if !crate::format::is_annotation(&format.value) {
                         return Err("checking a constant against `format`".into());
                     }
                 }

@@ -730,6 +730,37 @@ fn which_formats_are_checked() {
     for (name, invalid) in [("hostname", "a b"), ("email", "a b"), ("regex", "(")] {
         assert!(!Oracle::new(name).accepts(invalid), "{name}");
     }
+    // The cheap test says what building the grammar says.
+    for name in [
+        "date",
+        "time",
+        "date-time",
+        "duration",
+        "ipv4",
+        "ipv6",
+        "uuid",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "json-pointer",
+        "relative-json-pointer",
+        "uri-template",
+        "hostname",
+        "email",
+        "idn-hostname",
+        "idn-email",
+        "regex",
+        "int32",
+        "Date",
+        "",
+    ] {
+        assert_eq!(
+            is_annotation(name),
+            format_grammar(name) == FormatGrammar::Annotation,
+            "{name}"
+        );
+    }
 }
 
 /// Walks an expression: node count and the largest repetition bound.
@@ -1459,4 +1490,21 @@ fn email_superset_holds_every_valid_email() {
             &["@", ".", "\"", "\\", " ", "<", ">", "a", "[", "]"],
         )
     });
+}
+
+#[test]
+fn a_format_used_twice_is_one_rule() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "created": {"type": "string", "format": "date-time"},
+            "deleted": {"type": "string", "format": "date-time"},
+            "items": {"type": "array", "items": {"type": "string", "format": "date-time"}}
+        }
+    });
+    let converted =
+        crate::schema_to_grammar(&schema, &crate::SchemaOptions::default()).expect("converts");
+    let gbnf = grail_grammar::print_grammar(&converted.grammar);
+    assert_eq!(gbnf.matches("\ndate-time ::=").count(), 1, "{gbnf}");
+    assert!(!gbnf.contains("date-time-2"), "{gbnf}");
 }

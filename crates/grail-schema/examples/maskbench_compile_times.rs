@@ -1,0 +1,141 @@
+//! Convert and compile times of every MaskBench schema (best of `--reps`, default 3), to
+//! find and profile the tail of issue 12's compile-time goal:
+//! `cargo run --release -p grail-schema --example maskbench_compile_times [-- --reps N --only TEXT --loop ID_LIST]`.
+//!
+//! Prints the median, p90, p99 and max of convert + compile, then the schemas from the
+//! 97th percentile up with both parts. With `--repeat FILE` (one id per line) it converts
+//! and compiles only those schemas, over and over for 20 s (for `perf record`).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use grail_engine::CompiledGrammar;
+use grail_schema::{SchemaOptions, schema_to_grammar};
+use serde_json::Value;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let value_of = |flag: &str| {
+        arguments
+            .iter()
+            .position(|argument| argument == flag)
+            .and_then(|index| arguments.get(index + 1).cloned())
+    };
+    let reps: usize = value_of("--reps").map_or(3, |reps| reps.parse().expect("--reps N"));
+    let only = value_of("--only");
+    let repeat: Option<Vec<String>> = value_of("--repeat").map(|path| {
+        std::fs::read_to_string(path)
+            .expect("--repeat FILE")
+            .lines()
+            .map(str::to_string)
+            .collect()
+    });
+    let directory =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/maskbench");
+    let Ok(entries) = std::fs::read_dir(&directory) else {
+        eprintln!("{} is absent", directory.display());
+        std::process::exit(2);
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().ends_with(".jsonl.gz"))
+        .collect();
+    files.sort();
+    let mut options = SchemaOptions::default();
+    // `--whitespace none|free`: another whitespace option (default: llama.cpp's).
+    match value_of("--whitespace").as_deref() {
+        Some("none") => options.whitespace = grail_schema::Whitespace::None,
+        Some("free") => options.whitespace = grail_schema::Whitespace::Free,
+        _ => {}
+    }
+    let mut schemas: Vec<(String, Value)> = Vec::new();
+    for file in files {
+        let group = file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".jsonl.gz")
+            .to_string();
+        let reader = BufReader::new(flate2::read::GzDecoder::new(
+            std::fs::File::open(&file).unwrap(),
+        ));
+        for line in reader.lines() {
+            let mut entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let id = format!("{group}/{}", entry["file"].as_str().unwrap_or("?"));
+            let wanted = match (&only, &repeat) {
+                (Some(only), _) => id.contains(only.as_str()),
+                (None, Some(ids)) => ids.contains(&id),
+                (None, None) => true,
+            };
+            if wanted {
+                schemas.push((id, entry["schema"].take()));
+            }
+        }
+    }
+    if repeat.is_some() {
+        let started = Instant::now();
+        let mut rounds = 0;
+        while started.elapsed() < Duration::from_secs(20) {
+            for (_, schema) in &schemas {
+                if let Ok(converted) = schema_to_grammar(schema, &options) {
+                    let _ = CompiledGrammar::compile(&converted.grammar, &Default::default());
+                }
+            }
+            rounds += 1;
+        }
+        println!("{rounds} rounds over {} schemas", schemas.len());
+        return;
+    }
+    // (total, convert, id, rules, engine nodes), times in milliseconds, compiled schemas only.
+    let mut times: Vec<(f64, f64, String, usize, usize)> = Vec::new();
+    for (id, schema) in &schemas {
+        let mut best: Option<(Duration, Duration)> = None;
+        let mut sizes = (0, 0);
+        for _ in 0..reps {
+            let started = Instant::now();
+            let Ok(converted) = schema_to_grammar(schema, &options) else {
+                break;
+            };
+            let convert = started.elapsed();
+            let compiled = CompiledGrammar::compile(&converted.grammar, &Default::default());
+            let total = started.elapsed();
+            sizes = (
+                converted.grammar.rules.len(),
+                compiled.map_or(0, |compiled| compiled.node_count()),
+            );
+            if best.is_none_or(|(best_total, _)| total < best_total) {
+                best = Some((total, convert));
+            }
+        }
+        if let Some((total, convert)) = best {
+            let (rules, nodes) = sizes;
+            let milliseconds = |duration: Duration| duration.as_secs_f64() * 1e3;
+            times.push((
+                milliseconds(total),
+                milliseconds(convert),
+                id.clone(),
+                rules,
+                nodes,
+            ));
+        }
+    }
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let at =
+        |fraction: f64| times[((times.len() as f64 * fraction) as usize).min(times.len() - 1)].0;
+    println!(
+        "{} schemas compiled: convert + compile median {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.1} ms (best of {reps})",
+        times.len(),
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        times.last().map_or(0.0, |last| last.0)
+    );
+    let from = (times.len() as f64 * 0.97) as usize;
+    for (total, convert, id, rules, nodes) in &times[from..] {
+        println!("{total:8.2} ms  convert {convert:8.2} ms  {rules:6} rules {nodes:8} nodes  {id}");
+    }
+}
