@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use grail_grammar::{CheckOptions, Grammar, Symbol, SymbolKind, Target, TokenReference, check};
-use grail_syntax::{Diagnostic, Severity, Span, source_from_bytes};
-use grail_vocab::Vocabulary;
+use grail_grammar::{CheckOptions, Target, TokenVocabulary, check_with_vocabulary};
+use grail_syntax::source_from_bytes;
 use serde_json::json;
 
 use crate::input::read_source;
@@ -72,18 +71,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let (source, report_ok, diagnostics, rule_count) = match source_from_bytes(&input.bytes) {
         Ok(source) => {
-            let mut report = check(source, &options);
-            if let Some(grammar) = &report.grammar {
-                let findings = token_diagnostics(grammar, vocabulary.as_ref(), options.target);
-                report.error_count += findings
-                    .iter()
-                    .filter(|diagnostic| diagnostic.severity == Severity::Error)
-                    .count();
-                report.diagnostics.extend(findings);
-                report
-                    .diagnostics
-                    .sort_by_key(|diagnostic| diagnostic.span.start);
-            }
+            let tokens = vocabulary.as_ref().map(|vocabulary| {
+                TokenVocabulary::new(vocabulary.name(), |text| {
+                    vocabulary.id_of_text(text).is_some()
+                })
+            });
+            let report = check_with_vocabulary(source, &options, tokens);
             let rules = report.grammar.as_ref().map(|grammar| grammar.rules.len());
             (
                 source.to_string(),
@@ -137,75 +130,4 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Diagnostics for tokens written as text (`<think>`): with a vocabulary, an error for
-/// each that is not exactly one of its tokens; without one, for llama.cpp, a warning that
-/// only the model's vocabulary can decide.
-fn token_diagnostics(
-    grammar: &Grammar,
-    vocabulary: Option<&Vocabulary>,
-    target: Target,
-) -> Vec<Diagnostic> {
-    let mut tokens = Vec::new();
-    for symbol in grammar
-        .rules
-        .iter()
-        .flat_map(|rule| rule.alternatives.iter().flatten())
-    {
-        collect_token_texts(symbol, &mut tokens);
-    }
-    match vocabulary {
-        Some(vocabulary) => tokens
-            .into_iter()
-            .filter(|(text, _)| vocabulary.id_of_text(text).is_none())
-            .map(|(text, span)| {
-                Diagnostic::new(
-                    Severity::Error,
-                    "token-unknown",
-                    format!(
-                        "`{text}` is not a token of the vocabulary `{}`",
-                        vocabulary.name()
-                    ),
-                    span,
-                )
-                .with_help(Some(
-                    "a token written as text must be exactly one token (llama.cpp refuses the grammar otherwise); write the text as a literal, or the token by id: `<[id]>`".to_string(),
-                ))
-            })
-            .collect(),
-        None if target == Target::LlamaCpp => tokens
-            .into_iter()
-            .map(|(text, span)| {
-                Diagnostic::new(
-                    Severity::Warning,
-                    "token-needs-vocabulary",
-                    format!("llama.cpp resolves `{text}` with the model's vocabulary"),
-                    span,
-                )
-                .with_help(Some(
-                    "it must be exactly one token, and llama.cpp refuses the grammar without a vocabulary; pass --vocab to check it".to_string(),
-                ))
-            })
-            .collect(),
-        None => Vec::new(),
-    }
-}
-
-/// The tokens written as text inside `symbol`, with where they are written.
-fn collect_token_texts(symbol: &Symbol, out: &mut Vec<(String, Span)>) {
-    match &symbol.kind {
-        SymbolKind::Token(token) => {
-            if let TokenReference::Text(text) = &token.reference {
-                out.push((text.clone(), symbol.span));
-            }
-        }
-        SymbolKind::Group(sequences) => {
-            for inner in sequences.iter().flatten() {
-                collect_token_texts(inner, out);
-            }
-        }
-        SymbolKind::Repeat(repetition) => collect_token_texts(&repetition.symbol, out),
-        _ => {}
-    }
 }

@@ -1,7 +1,9 @@
 //! The checked grammar IR of Grail, the checks that run on it, and a builder.
 //!
 //! - [`check`] parses GBNF text, lowers it to the IR ([`Grammar`]) and runs every check,
-//!   returning diagnostics as data (errors, warnings, notes) for a [`Target`] engine.
+//!   returning diagnostics as data (errors, warnings, notes) for a [`Target`] engine;
+//!   [`check_with_vocabulary`] also checks tokens written as text (`<think>`) against a
+//!   vocabulary, as `grail check --vocab` does.
 //! - [`fix()`] makes the mechanical repairs (names with `_`, lines that start with `|`,
 //!   reversed ranges, repetitions llama.cpp cannot read) in the text, checked.
 //! - [`GrammarBuilder`] makes grammars as data for generators (JSON Schema, tool calls)
@@ -32,6 +34,7 @@ pub mod llama_slow;
 pub mod lower;
 pub mod print;
 pub mod ranges;
+pub mod tokens;
 
 pub use builder::{BuildError, Expr, GrammarBuilder};
 pub use charset::CharSet;
@@ -43,3 +46,4 @@ pub use ir::{
 };
 pub use limits::Limits;
 pub use print::{print_grammar, print_symbol};
+pub use tokens::{TokenVocabulary, check_with_vocabulary};
