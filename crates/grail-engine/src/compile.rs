@@ -129,10 +129,11 @@ impl CompiledGrammar {
         options: &CompileOptions<'_>,
     ) -> Result<CompiledGrammar, CompileError> {
         let grammar = &*prepared.grammar;
+        let references = grail_grammar::analysis::references(grammar);
         let mut builder = GraphBuilder {
             grammar,
             options,
-            inline: inlinable_rules(grammar, &prepared.calls_only),
+            inline: inlinable_rules(grammar, &prepared.calls_only, &references),
             inline_depth: 0,
             needed: vec![false; grammar.rules.len()],
             queue: Vec::new(),
@@ -142,6 +143,7 @@ impl CompiledGrammar {
             class_negated: Vec::new(),
             class_listed: Vec::new(),
             class_index: rustc_hash::FxHashMap::default(),
+            class_at_address: rustc_hash::FxHashMap::default(),
             token_sets: Vec::new(),
             counted: Vec::new(),
             not_chains: rustc_hash::FxHashSet::default(),
@@ -165,12 +167,22 @@ impl CompiledGrammar {
                 start,
             })
             .collect();
-        let productive = productive_nodes(
-            &builder.nodes,
-            &builder.split_targets,
-            &rules,
-            &builder.classes,
-        );
+        let productive = if every_symbol_productive(grammar, &references) {
+            // Every node can reach its rule's end but the empty split that stands for
+            // the rules not compiled, which nothing calls.
+            builder
+                .nodes
+                .iter()
+                .map(|node| !matches!(node, Node::Split { count: 0, .. }))
+                .collect()
+        } else {
+            productive_nodes(
+                &builder.nodes,
+                &builder.split_targets,
+                &rules,
+                &builder.classes,
+            )
+        };
         Ok(CompiledGrammar {
             inner: Arc::new(GrammarGraph {
                 nodes: builder.nodes,
@@ -236,6 +248,13 @@ impl GrammarGraph {
     }
 }
 
+/// A character set compiled: one character, or a class by index.
+#[derive(Clone, Copy)]
+enum ClassNode {
+    Char(u32),
+    Class(u32),
+}
+
 struct GraphBuilder<'a, 'o> {
     grammar: &'a Grammar,
     options: &'a CompileOptions<'o>,
@@ -253,6 +272,9 @@ struct GraphBuilder<'a, 'o> {
     class_listed: Vec<ScalarSet>,
     /// Each distinct class written, with its index in `classes`.
     class_index: rustc_hash::FxHashMap<grail_grammar::CharSet, u32>,
+    /// What each character set of the grammar compiled to, by its address (the grammar
+    /// is borrowed for the whole compile, so addresses are stable).
+    class_at_address: rustc_hash::FxHashMap<usize, ClassNode>,
     token_sets: Vec<TokenSet>,
     counted: Vec<CountedCopy>,
     /// Nested optionals found not to be chains of one symbol (see `optional_chain`).
@@ -338,6 +360,25 @@ impl GraphBuilder<'_, '_> {
         Ok(start)
     }
 
+    /// What a character set compiles to: one character, or a class (each distinct class
+    /// is one entry).
+    fn class_node(&mut self, set: &grail_grammar::CharSet) -> ClassNode {
+        if let Some(&index) = self.class_index.get(set) {
+            return ClassNode::Class(index);
+        }
+        let scalars = ScalarSet::from_char_set(set);
+        if !set.is_negated() && scalars.len() == 1 {
+            return ClassNode::Char(scalars.ranges()[0].0);
+        }
+        let index = self.classes.len() as u32;
+        self.class_index.insert(set.clone(), index);
+        self.classes.push(scalars);
+        self.class_negated.push(set.is_negated());
+        self.class_listed
+            .push(ScalarSet::from_ranges(set.ranges().iter().copied()));
+        ClassNode::Class(index)
+    }
+
     fn symbol(
         &mut self,
         symbol: &grail_grammar::Symbol,
@@ -356,22 +397,21 @@ impl GraphBuilder<'_, '_> {
                     Ok(start)
                 }
                 SymbolKind::Chars(set) => {
-                    // Inlined rules repeat their classes: each distinct class is one entry.
-                    if let Some(&index) = self.class_index.get(set) {
-                        return self.push(Node::Class { set: index, next });
-                    }
-                    let scalars = ScalarSet::from_char_set(set);
-                    if !set.is_negated() && scalars.len() == 1 {
-                        let code_point = scalars.ranges()[0].0;
-                        return self.push(Node::Char { code_point, next });
-                    }
-                    let index = self.classes.len() as u32;
-                    self.class_index.insert(set.clone(), index);
-                    self.classes.push(scalars);
-                    self.class_negated.push(set.is_negated());
-                    self.class_listed
-                        .push(ScalarSet::from_ranges(set.ranges().iter().copied()));
-                    self.push(Node::Class { set: index, next })
+                    // Inlined rules compile the same set again at each call site: known by
+                    // its address, it is not hashed again.
+                    let address = set as *const grail_grammar::CharSet as usize;
+                    let node = match self.class_at_address.get(&address) {
+                        Some(&node) => node,
+                        None => {
+                            let node = self.class_node(set);
+                            self.class_at_address.insert(address, node);
+                            node
+                        }
+                    };
+                    self.push(match node {
+                        ClassNode::Char(code_point) => Node::Char { code_point, next },
+                        ClassNode::Class(index) => Node::Class { set: index, next },
+                    })
                 }
                 SymbolKind::Any => self.push(Node::Any { next }),
                 SymbolKind::Rule(RuleId(rule))
@@ -741,6 +781,31 @@ fn ascii_bitmap(set: &ScalarSet) -> u128 {
         .fold(0, |bits, code_point| bits | 1 << code_point)
 }
 
+/// True when every rule and every symbol written anywhere (each alternative, each
+/// repeated item) can match something: then every node compiled from them can reach its
+/// rule's `Return`, which is cheaper to see on the IR than on the graph (most grammars).
+fn every_symbol_productive(grammar: &Grammar, references: &[Vec<u32>]) -> bool {
+    fn productive(symbol: &grail_grammar::Symbol) -> bool {
+        grail_syntax::stack::deep(|| match &symbol.kind {
+            SymbolKind::Chars(set) => !set.matches_nothing(),
+            SymbolKind::Group(alternatives) => {
+                !alternatives.is_empty() && alternatives.iter().flatten().all(productive)
+            }
+            SymbolKind::Repeat(repetition) => productive(&repetition.symbol),
+            SymbolKind::Literal(_)
+            | SymbolKind::Any
+            | SymbolKind::Rule(_)
+            | SymbolKind::Token(_) => true,
+        })
+    }
+    grail_grammar::analysis::productive_rules(grammar, references, false)
+        .iter()
+        .all(|&rule| rule)
+        && grammar.rules.iter().all(|rule| {
+            !rule.alternatives.is_empty() && rule.alternatives.iter().flatten().all(productive)
+        })
+}
+
 /// Which nodes can reach their rule's `Return`, consuming only what can be consumed.
 /// A worklist over reverse dependencies, linear in the graph size: a `Call` needs both
 /// its rule's start and its successor, every other node needs any one successor.
@@ -821,4 +886,60 @@ fn productive_nodes(
         }
     }
     productive
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A random term over characters, an empty class and the rules `r0..r2`.
+    fn term() -> impl Strategy<Value = String> {
+        let leaf = prop::sample::select(vec![
+            "\"a\"",
+            "[b-d]",
+            "[^\\x00-\\U0010FFFF]",
+            "r0",
+            "r1",
+            "r2",
+            "\"\"",
+        ])
+        .prop_map(str::to_string);
+        leaf.prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                (
+                    inner.clone(),
+                    prop::sample::select(vec!["*", "+", "?", "{2}", "{0,3}", "{1,9}"])
+                )
+                    .prop_map(|(term, quantifier)| format!("({term}){quantifier}")),
+                prop::collection::vec(inner.clone(), 1..3)
+                    .prop_map(|terms| format!("({})", terms.join(" "))),
+                prop::collection::vec(inner, 2..3)
+                    .prop_map(|terms| format!("({})", terms.join(" | "))),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whichever way the productive nodes are found (on the IR when every symbol is
+        /// productive, else on the graph), they are the graph's own.
+        #[test]
+        fn productive_nodes_are_exact(bodies in prop::collection::vec(term(), 3)) {
+            let source = format!(
+                "root ::= r0 | \"z\" r1\nr0 ::= {}\nr1 ::= {} | \"y\"\nr2 ::= {}\n",
+                bodies[0], bodies[1], bodies[2]
+            );
+            let report = grail_grammar::check(&source, &grail_grammar::CheckOptions::default());
+            let Some(grammar) = report.grammar else {
+                return Ok(());
+            };
+            let Ok(compiled) = CompiledGrammar::compile(&grammar, &CompileOptions::default()) else {
+                return Ok(());
+            };
+            let graph = &compiled.inner;
+            let exact = productive_nodes(&graph.nodes, &graph.split_targets, &graph.rules, &graph.classes);
+            prop_assert_eq!(&graph.productive, &exact, "{}", source);
+        }
+    }
 }

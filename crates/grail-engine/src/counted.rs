@@ -171,6 +171,11 @@ pub(crate) fn optional_chain<'s>(
     symbol: &'s Symbol,
     not_chains: &mut FxHashSet<usize>,
 ) -> Option<(&'s Symbol, u32)> {
+    // Most repetitions are no chain at their first link (`X*`, a lone `X?`): seen at
+    // once, without the memo.
+    if !opens_a_chain(symbol) {
+        return None;
+    }
     let address = |symbol: &Symbol| symbol as *const Symbol as usize;
     if not_chains.contains(&address(symbol)) {
         return None;
@@ -181,6 +186,27 @@ pub(crate) fn optional_chain<'s>(
         not_chains.extend(links.iter().map(|&link| address(link)));
     }
     found
+}
+
+/// Whether `symbol` is `(X Y)?` with `Y` an optional: the first two links of a chain.
+fn opens_a_chain(symbol: &Symbol) -> bool {
+    let is_optional = |symbol: &Symbol| {
+        matches!(&symbol.kind, SymbolKind::Repeat(repetition)
+            if repetition.min == 0 && repetition.max == Some(1))
+    };
+    let SymbolKind::Repeat(repetition) = &symbol.kind else {
+        return false;
+    };
+    if !is_optional(symbol) {
+        return false;
+    }
+    match &repetition.symbol.kind {
+        SymbolKind::Group(alternatives) => match alternatives.as_slice() {
+            [sequence] => matches!(sequence.as_slice(), [_, rest] if is_optional(rest)),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// The chain below `symbol` (see [`optional_chain`]), pushing each link visited.

@@ -6,7 +6,6 @@
 //! rules must stay calls (inlining them would not terminate), and size is capped so the
 //! graph stays proportional to the grammar.
 
-use grail_grammar::analysis::references;
 use grail_grammar::graph::strongly_connected_components;
 use grail_grammar::{Grammar, Symbol, SymbolKind};
 
@@ -20,13 +19,22 @@ pub(crate) const INLINE_MAX_DEPTH: u32 = 32;
 
 /// `inline[rule]`: the rule is not recursive, small enough to inline, and not one that
 /// must stay a call (`calls_only`, indexed by rule; shorter than the rules means false).
-pub(crate) fn inlinable_rules(grammar: &Grammar, calls_only: &[bool]) -> Vec<bool> {
-    rule_sizes(grammar, calls_only).0
+/// `references` are the grammar's (`grail_grammar::analysis::references`).
+pub(crate) fn inlinable_rules(
+    grammar: &Grammar,
+    calls_only: &[bool],
+    references: &[Vec<u32>],
+) -> Vec<bool> {
+    rule_sizes(grammar, calls_only, references).0
 }
 
 /// The estimated size of each rule at a call site: its size when inlined, else 1.
-pub(crate) fn estimated_rule_sizes(grammar: &Grammar, calls_only: &[bool]) -> Vec<u64> {
-    let (inline, size) = rule_sizes(grammar, calls_only);
+pub(crate) fn estimated_rule_sizes(
+    grammar: &Grammar,
+    calls_only: &[bool],
+    references: &[Vec<u32>],
+) -> Vec<u64> {
+    let (inline, size) = rule_sizes(grammar, calls_only, references);
     inline
         .iter()
         .zip(size)
@@ -35,9 +43,8 @@ pub(crate) fn estimated_rule_sizes(grammar: &Grammar, calls_only: &[bool]) -> Ve
 }
 
 /// Which rules are inlined, and the estimated size of each sized rule.
-fn rule_sizes(grammar: &Grammar, calls_only: &[bool]) -> (Vec<bool>, Vec<u64>) {
-    let edges = references(grammar);
-    let components = strongly_connected_components(&edges);
+fn rule_sizes(grammar: &Grammar, calls_only: &[bool], edges: &[Vec<u32>]) -> (Vec<bool>, Vec<u64>) {
+    let components = strongly_connected_components(edges);
     let mut inline = vec![false; grammar.rules.len()];
     let mut size = vec![u64::MAX; grammar.rules.len()];
     // Tarjan's algorithm yields components callees-first, so a rule's callees are sized

@@ -67,7 +67,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
     let mut rewriter = Rewriter {
         rules: Vec::new(),
         nullable: nullable_rules(grammar, &references),
-        sizes: estimated_rule_sizes(grammar, &[]),
+        sizes: estimated_rule_sizes(grammar, &[], &references),
         nonempty_rules: FxHashMap::default(),
         pending: Vec::new(),
         calls_only: vec![false; grammar.rules.len()],
