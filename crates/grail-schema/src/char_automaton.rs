@@ -60,7 +60,9 @@
 //! Counted repetitions cost states: `^.{0,5000}$` has 5001, `{m,n}` with `n` past the
 //! state limit is too large, and so is [`CharDfa::lengths`] with such bounds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use grail_grammar::{BuildError, CharSet, Expr, GrammarBuilder, RuleId};
 
@@ -432,7 +434,7 @@ impl CharDfa {
             empty_moves: vec![Vec::new(); count + 1],
             moves: vec![Vec::new(); count + 1],
             sets: self.alphabet.class_ranges(),
-            set_ids: HashMap::new(),
+            set_ids: HashMap::default(),
             start: new_start,
             accept: 0,
         };
@@ -564,7 +566,7 @@ impl CharDfa {
         let representative = |block: usize| partition.block(block)[0] as usize;
         // The live blocks reachable from the start, in any order.
         let mut reached: Vec<usize> = vec![block_of(0)];
-        let mut reached_index: HashMap<usize, u32> = HashMap::from([(block_of(0), 0)]);
+        let mut reached_index: HashMap<usize, u32> = HashMap::from_iter([(block_of(0), 0)]);
         let mut index = 0;
         while let Some(&block) = reached.get(index) {
             for class in 0..classes {
@@ -592,7 +594,7 @@ impl CharDfa {
                 .collect()
         };
         let mut merged_of_class: Vec<Option<u32>> = vec![None; classes];
-        let mut merged_by_column: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut merged_by_column: HashMap<Vec<u32>, u32> = HashMap::default();
         let mut class_of_merged: Vec<usize> = Vec::new();
         let mut starts = Vec::new();
         let mut interval_classes: Vec<u32> = Vec::new();
@@ -617,7 +619,7 @@ impl CharDfa {
         }
         let merged_count = class_of_merged.len();
         // States breadth first from the start, classes in order.
-        let mut order: HashMap<usize, u32> = HashMap::from([(block_of(0), 0)]);
+        let mut order: HashMap<usize, u32> = HashMap::from_iter([(block_of(0), 0)]);
         let mut blocks: Vec<usize> = vec![block_of(0)];
         let mut new_table: Vec<u32> = Vec::with_capacity(reached.len() * merged_count);
         let mut index = 0;

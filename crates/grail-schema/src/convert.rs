@@ -36,6 +36,9 @@ pub(crate) struct Converter<'s> {
     pub primitives: HashMap<crate::emit::Primitive, RuleId>,
     /// The string of each exactly expressed `format` by name, shared by every use.
     pub format_rules: HashMap<String, grail_grammar::Expr>,
+    /// The string of each pair of length bounds (no other constraint), shared by every
+    /// use.
+    pub length_strings: HashMap<(u64, Option<u64>), grail_grammar::Expr>,
     /// Pointers whose shapes are being read (a `$ref` chain with no schema in between).
     pub reading: Vec<String>,
     /// References being expanded to intersect them (`allOf` over a recursive `$ref`).
@@ -77,6 +80,7 @@ impl<'s> Converter<'s> {
             rules: HashMap::default(),
             primitives: HashMap::default(),
             format_rules: HashMap::default(),
+            length_strings: HashMap::default(),
             reading: Vec::new(),
             expanding: Vec::new(),
             depth: 0,

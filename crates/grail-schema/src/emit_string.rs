@@ -57,9 +57,20 @@ impl Converter<'_> {
             if min == 0 && max.is_none() {
                 return Some(self.primitive(Primitive::String));
             }
+            // One rule per pair of bounds, shared by every string with them: a schema
+            // with twenty `maxLength: 255` fields compiles `char{0,255}` once.
+            if let Some(expr) = self.length_strings.get(&(min, max)) {
+                return Some(expr.clone());
+            }
             let char = self.primitive(Primitive::Char);
             let body = self.repeat(char, min, max);
-            return Some(quoted(body));
+            let rule_name = match max {
+                Some(max) => format!("string-{min}-to-{max}"),
+                None => format!("string-{min}-or-more"),
+            };
+            let expr = self.quoted_rule(body, &rule_name);
+            self.length_strings.insert((min, max), expr.clone());
+            return Some(expr);
         }
         // One pattern whose lengths the bounds allow: the pattern's own grammar.
         if let [pattern] = rules.patterns.as_slice()
@@ -307,11 +318,6 @@ fn anchored_both_ends(pattern: &str) -> bool {
         .strip_suffix('$')
         .map(|rest| rest.bytes().rev().take_while(|&byte| byte == b'\\').count());
     pattern.starts_with('^') && trailing_backslashes.is_some_and(|count| count % 2 == 0)
-}
-
-/// `"` body `"`.
-fn quoted(body: Expr) -> Expr {
-    Expr::sequence([Expr::literal("\""), body, Expr::literal("\"")])
 }
 
 /// Any string in canonical encoding except the given ones, followed by `end` (the closing

@@ -726,6 +726,15 @@ pub(crate) fn tighter(
 
 /// The values without repeats (JSON equality).
 fn dedup(values: Vec<Value>) -> Vec<Value> {
+    // Strings (most enums) are equal as JSON exactly when their texts are: hashed, not
+    // compared pairwise (an enum of thousands of values was quadratic).
+    if values.iter().all(Value::is_string) {
+        let mut seen = rustc_hash::FxHashSet::default();
+        return values
+            .into_iter()
+            .filter(|value| seen.insert(value.as_str().unwrap_or_default().to_string()))
+            .collect();
+    }
     let mut unique: Vec<Value> = Vec::with_capacity(values.len());
     for value in values {
         if !unique

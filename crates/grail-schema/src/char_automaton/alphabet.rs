@@ -153,7 +153,7 @@ impl Alphabet {
             begin..end
         };
         for set in sets {
-            let mut renamed: HashMap<u32, u32> = HashMap::new();
+            let mut renamed: HashMap<u32, u32> = HashMap::default();
             for range in set {
                 let intervals = intervals_of(range);
                 budget.charge(intervals.len())?;
@@ -168,7 +168,7 @@ impl Alphabet {
             }
         }
         // Number the classes densely, in order of first appearance.
-        let mut dense: HashMap<u32, u32> = HashMap::new();
+        let mut dense: HashMap<u32, u32> = HashMap::default();
         for class in &mut classes {
             let next = dense.len() as u32;
             *class = *dense.entry(*class).or_insert(next);
@@ -199,7 +199,7 @@ impl Alphabet {
         let mut starts = Vec::new();
         let mut classes = Vec::new();
         let mut pairs: Vec<(u32, u32)> = Vec::new();
-        let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut ids: HashMap<(u32, u32), u32> = HashMap::default();
         let (mut left, mut right, mut position) = (0usize, 0usize, 0u32);
         while let (Some(&left_class), Some(&right_class)) =
             (self.classes.get(left), other.classes.get(right))

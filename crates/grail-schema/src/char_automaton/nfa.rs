@@ -35,7 +35,7 @@ impl Nfa {
             empty_moves: vec![Vec::new()],
             moves: vec![Vec::new()],
             sets: Vec::new(),
-            set_ids: HashMap::new(),
+            set_ids: HashMap::default(),
             start: 0,
             accept: 0,
         }
@@ -281,7 +281,7 @@ impl Nfa {
         let mut accepting: Vec<bool> = Vec::new();
         let mut targets_by_class: Vec<Vec<u32>> = vec![Vec::new(); classes];
         let mut touched: Vec<usize> = Vec::new();
-        let mut row_cache: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut row_cache: HashMap<Vec<u32>, u32> = HashMap::default();
         let mut state = 0;
         while let Some(subset) = numbering.keys.get(state).cloned() {
             accepting.push(subset.binary_search(&self.accept).is_ok());
@@ -352,7 +352,7 @@ impl<K: std::hash::Hash + Eq + Clone> StateNumbering<K> {
     /// No states yet.
     pub(super) fn new(limit: usize) -> StateNumbering<K> {
         StateNumbering {
-            ids: HashMap::new(),
+            ids: HashMap::default(),
             keys: Vec::new(),
             limit,
         }

@@ -95,7 +95,7 @@ fn assert_minimal(automaton: &CharDfa) {
         .map(|&accepts| usize::from(accepts))
         .collect();
     loop {
-        let mut signatures: HashMap<(usize, Vec<Option<usize>>), usize> = HashMap::new();
+        let mut signatures: HashMap<(usize, Vec<Option<usize>>), usize> = HashMap::default();
         let refined: Vec<usize> = (0..count)
             .map(|state| {
                 let row = automaton
