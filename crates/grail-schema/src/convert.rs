@@ -39,6 +39,11 @@ pub(crate) struct Converter<'s> {
     /// The string of each pair of length bounds (no other constraint), shared by every
     /// use.
     pub length_strings: HashMap<(u64, Option<u64>), grail_grammar::Expr>,
+    /// The string of each set of string constraints (see `string_key`), shared by
+    /// every use.
+    pub string_rules: HashMap<String, Option<grail_grammar::Expr>>,
+    /// The numbers of each set of numeric constraints, shared by every use.
+    pub number_rules: HashMap<crate::emit::NumberKey, grail_grammar::Expr>,
     /// Pointers whose shapes are being read (a `$ref` chain with no schema in between).
     pub reading: Vec<String>,
     /// References being expanded to intersect them (`allOf` over a recursive `$ref`).
@@ -81,6 +86,8 @@ impl<'s> Converter<'s> {
             primitives: HashMap::default(),
             format_rules: HashMap::default(),
             length_strings: HashMap::default(),
+            number_rules: HashMap::default(),
+            string_rules: HashMap::default(),
             reading: Vec::new(),
             expanding: Vec::new(),
             depth: 0,

@@ -12,6 +12,14 @@ use crate::numeric::{NumberSyntax, integer_expr, number_expr};
 use crate::options::Whitespace;
 use crate::shape::{Shape, Typed, Types};
 
+/// What a number's grammar depends on: integers only, the bounds, the divisor.
+pub(crate) type NumberKey = (
+    bool,
+    Option<crate::numeric::Bound>,
+    Option<crate::numeric::Bound>,
+    Option<crate::numeric::Decimal>,
+);
+
 /// The shared rules, each defined once when first needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Primitive {
@@ -530,6 +538,17 @@ impl Converter<'_> {
             .multiple_of
             .first()
             .map(|located| located.value.clone());
+        // One rule per set of constraints, shared by every number with them (a schema
+        // of fifty `multipleOf: 0.01` amounts generated the same grammar fifty times).
+        let key: NumberKey = (
+            integers_only,
+            minimum.as_ref().map(|bound| bound.value.clone()),
+            maximum.as_ref().map(|bound| bound.value.clone()),
+            multiple_of.clone(),
+        );
+        if let Some(expr) = self.number_rules.get(&key) {
+            return Some(expr.clone());
+        }
         let syntax = self.options.numbers.clone();
         let mut result = self.number_grammar(
             integers_only,
@@ -562,7 +581,11 @@ impl Converter<'_> {
             );
         }
         match result {
-            Ok(expr) => Some(self.wrap_rule(expr, &format!("{name}-number"))),
+            Ok(expr) => {
+                let expr = self.wrap_rule(expr, &format!("{name}-number"));
+                self.number_rules.insert(key, expr.clone());
+                Some(expr)
+            }
             Err(crate::numeric::NumericError::Empty) => None,
             Err(error) => {
                 let (pointer, keyword) = minimum

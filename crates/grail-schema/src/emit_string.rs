@@ -14,8 +14,24 @@ use crate::pattern::{pattern_char_lengths, pattern_expr};
 use crate::shape::{Shape, Typed, Types};
 
 impl Converter<'_> {
-    /// The strings `typed` allows, with their quotes; `None` when none.
+    /// The strings `typed` allows, with their quotes; `None` when none. Strings under the
+    /// same constraints share one grammar (a schema's three `curie` references, each a
+    /// pattern under a `maxLength`, built one automaton of 846 states three times),
+    /// unless writing it reported something, which is then reported at each place.
     pub fn string(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
+        let key = string_key(typed);
+        if let Some(expr) = self.string_rules.get(&key) {
+            return expr.clone();
+        }
+        let reported = self.diagnostics.len();
+        let expr = self.string_uncached(typed, name);
+        if self.diagnostics.len() == reported {
+            self.string_rules.insert(key, expr.clone());
+        }
+        expr
+    }
+
+    fn string_uncached(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
         let rules = &typed.string;
         let (min, max) = (rules.min_length, rules.max_length);
         if max.is_some_and(|max| max < min) {
@@ -460,4 +476,32 @@ impl Trie {
             Expr::Choice(choices)
         })
     }
+}
+
+/// What the grammar of a string under `typed` depends on, as text: every constraint's
+/// value (each written with its length, so no two lists read alike), none of their
+/// locations.
+fn string_key(typed: &Typed) -> String {
+    use std::fmt::Write;
+    fn rules_key(rules: &crate::shape::StringRules, key: &mut String) {
+        let _ = write!(key, "{}..{:?}", rules.min_length, rules.max_length);
+        for pattern in &rules.patterns {
+            let _ = write!(key, "p{}:{}", pattern.value.len(), pattern.value);
+        }
+        for format in &rules.formats {
+            let _ = write!(key, "f{}:{}", format.value.len(), format.value);
+        }
+        for forbidden in &rules.forbidden {
+            key.push('(');
+            rules_key(&forbidden.value, key);
+            key.push(')');
+        }
+    }
+    let mut key = String::new();
+    rules_key(&typed.string, &mut key);
+    for excluded in &typed.excluded {
+        let value = excluded.value.to_string();
+        let _ = write!(key, "x{}:{}", value.len(), value);
+    }
+    key
 }

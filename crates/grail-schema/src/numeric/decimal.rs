@@ -401,7 +401,7 @@ impl fmt::Display for Decimal {
 // ---------------------------------------------------------------------------------------
 
 /// A bound: the value and whether it is exclusive.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Bound {
     /// The bound's value.
     pub value: Decimal,
