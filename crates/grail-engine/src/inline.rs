@@ -13,6 +13,12 @@ use grail_grammar::{Grammar, Symbol, SymbolKind};
 /// inlined at its call sites.
 pub(crate) const INLINE_MAX_NODES: u64 = 256;
 
+/// A rule this small is inlined wherever it is used.
+pub(crate) const INLINE_ALWAYS_NODES: u64 = 16;
+
+/// A larger rule is inlined only while its copies take at most this many nodes in all.
+pub(crate) const INLINE_TOTAL_NODES: u64 = 4096;
+
 /// Deepest chain of rules inlined into one another; deeper calls stay calls, so
 /// compiling stays shallow on long chains of tiny rules.
 pub(crate) const INLINE_MAX_DEPTH: u32 = 32;
@@ -45,6 +51,7 @@ pub(crate) fn estimated_rule_sizes(
 /// Which rules are inlined, and the estimated size of each sized rule.
 fn rule_sizes(grammar: &Grammar, calls_only: &[bool], edges: &[Vec<u32>]) -> (Vec<bool>, Vec<u64>) {
     let components = strongly_connected_components(edges);
+    let uses = rule_uses(grammar);
     let mut inline = vec![false; grammar.rules.len()];
     let mut size = vec![u64::MAX; grammar.rules.len()];
     // Tarjan's algorithm yields components callees-first, so a rule's callees are sized
@@ -64,9 +71,36 @@ fn rule_sizes(grammar: &Grammar, calls_only: &[bool], edges: &[Vec<u32>]) -> (Ve
             .map(|symbol| symbol_size(symbol, &inline, &size))
             .fold(1, u64::saturating_add);
         size[rule] = estimate;
-        inline[rule] = estimate <= INLINE_MAX_NODES;
+        inline[rule] = estimate <= INLINE_MAX_NODES
+            && (estimate <= INLINE_ALWAYS_NODES
+                || estimate.saturating_mul(uses[rule]) <= INLINE_TOTAL_NODES);
     }
     (inline, size)
+}
+
+/// How many times each rule is written in the grammar.
+fn rule_uses(grammar: &Grammar) -> Vec<u64> {
+    fn count(symbol: &Symbol, uses: &mut [u64]) {
+        grail_syntax::stack::deep(|| match &symbol.kind {
+            SymbolKind::Rule(rule) => uses[rule.index()] += 1,
+            SymbolKind::Group(alternatives) => {
+                for inner in alternatives.iter().flatten() {
+                    count(inner, uses);
+                }
+            }
+            SymbolKind::Repeat(repetition) => count(&repetition.symbol, uses),
+            _ => {}
+        })
+    }
+    let mut uses = vec![0; grammar.rules.len()];
+    for symbol in grammar
+        .rules
+        .iter()
+        .flat_map(|rule| rule.alternatives.iter().flatten())
+    {
+        count(symbol, &mut uses);
+    }
+    uses
 }
 
 /// Estimated node count of a symbol, with inlinable callees counted at their size.

@@ -42,6 +42,9 @@ pub(crate) struct Converter<'s> {
     /// The string of each set of string constraints (see `string_key`), shared by
     /// every use.
     pub string_rules: HashMap<String, Option<grail_grammar::Expr>>,
+    /// `rule{min,max}` as a rule of its own, for long repetitions of a rule (blocks of
+    /// 1,000 copies), shared by every use.
+    pub shared_repetitions: HashMap<(RuleId, u64, Option<u64>), RuleId>,
     /// The numbers of each set of numeric constraints, shared by every use.
     pub number_rules: HashMap<crate::emit::NumberKey, grail_grammar::Expr>,
     /// Pointers whose shapes are being read (a `$ref` chain with no schema in between).
@@ -87,6 +90,7 @@ impl<'s> Converter<'s> {
             format_rules: HashMap::default(),
             length_strings: HashMap::default(),
             number_rules: HashMap::default(),
+            shared_repetitions: HashMap::default(),
             string_rules: HashMap::default(),
             reading: Vec::new(),
             expanding: Vec::new(),

@@ -319,6 +319,29 @@ impl Converter<'_> {
         Some(if min == 0 { list.optional() } else { list })
     }
 
+    /// `expr{min,max}` as a rule: one per repeated rule and bounds, shared, when `expr`
+    /// is a rule; a new rule otherwise.
+    fn shared_repetition(&mut self, expr: &Expr, min: u64, max: Option<u64>, name: &str) -> Expr {
+        let key = match expr {
+            Expr::Rule(rule) => Some((*rule, min, max)),
+            _ => None,
+        };
+        if let Some(rule) = key.and_then(|key| self.shared_repetitions.get(&key)) {
+            return Expr::Rule(*rule);
+        }
+        let rule = self.declare(name);
+        self.builder
+            .define(
+                rule,
+                expr.clone().repeat(min as u32, max.map(|max| max as u32)),
+            )
+            .expect("new rule");
+        if let Some(key) = key {
+            self.shared_repetitions.insert(key, rule);
+        }
+        Expr::Rule(rule)
+    }
+
     /// `expr{min,max}`, nested through rules where a bound is over llama.cpp's 2000, so
     /// llama.cpp reads it exactly too.
     pub fn repeat(&mut self, expr: Expr, min: u64, max: Option<u64>) -> Expr {
@@ -329,14 +352,10 @@ impl Converter<'_> {
         // Blocks of exactly CHUNK copies, so that every count has one reading (optional
         // blocks of up to CHUNK copies each would make a long run ambiguous, and slow to
         // match).
-        let block_rule = self.declare("repeat-block");
-        self.builder
-            .define(
-                block_rule,
-                expr.clone().repeat(CHUNK as u32, Some(CHUNK as u32)),
-            )
-            .expect("new rule");
-        let block = Expr::Rule(block_rule);
+        // Both the block and `expr{0,999}` are rules shared by every repetition of the
+        // same rule (a schema's strings of up to 1,024 and up to 32,767 characters
+        // compiled two blocks of 1,000 `char`s each, and two `char{0,999}`).
+        let block = self.shared_repetition(&expr, CHUNK, Some(CHUNK), "repeat-block");
         let mut parts = Vec::new();
         // The mandatory copies: whole blocks, then the remainder.
         let blocks = min / CHUNK;
@@ -358,9 +377,11 @@ impl Converter<'_> {
                 if whole == 0 {
                     parts.push(expr.repeat(0, Some(rest as u32)));
                 } else {
+                    let below_block =
+                        self.shared_repetition(&expr, 0, Some(CHUNK - 1), "repeat-below-block");
                     let fewer = Expr::sequence([
                         self.repeat(block.clone(), 0, Some(whole - 1)),
-                        expr.clone().repeat(0, Some(CHUNK as u32 - 1)),
+                        below_block,
                     ]);
                     let all = Expr::sequence([
                         self.repeat(block, whole, Some(whole)),
