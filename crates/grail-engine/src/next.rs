@@ -51,6 +51,21 @@ impl Matcher {
         }
     }
 
+    /// True when the input so far is a complete match and nothing (no character, no
+    /// token) may follow it: the grammar is done, as when a generator stops without an
+    /// end-of-sequence token.
+    pub fn allows_nothing_more(&self) -> bool {
+        if !self.is_accepting() {
+            return false;
+        }
+        let next = self.next_characters();
+        next.allowed.is_empty()
+            && !next
+                .rules
+                .iter()
+                .any(|rule| matches!(rule, NextRule::Token { .. }))
+    }
+
     /// The next-character rules after the input so far.
     ///
     /// Classes merge into one rule: a CHAR rule (the union of what every position
@@ -163,5 +178,28 @@ fn edge_set(matcher: &Matcher, node: Node) -> ScalarSet {
         Node::Class { set, .. } => graph.classes[set as usize].clone(),
         Node::Any { .. } => ScalarSet::all(),
         _ => ScalarSet::empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CompiledGrammar, Matcher};
+
+    #[test]
+    fn nothing_more_only_when_the_grammar_is_done() {
+        let grammar =
+            CompiledGrammar::from_gbnf("root ::= \"ab\" | \"abc\" | \"x\" [0-9]*").unwrap();
+        let after = |text: &str| {
+            let mut matcher = Matcher::new(&grammar);
+            matcher.accept_str(text).unwrap();
+            matcher.allows_nothing_more()
+        };
+        assert!(!after(""));
+        assert!(!after("a"));
+        // Complete, but `c` may follow.
+        assert!(!after("ab"));
+        assert!(after("abc"));
+        // Complete, and digits may follow forever.
+        assert!(!after("x12"));
     }
 }

@@ -294,7 +294,7 @@ pub fn decode_observed(
         }
         if let Some(matcher) = matcher.as_mut() {
             let ending = Instant::now();
-            let ended = grammar_allows_nothing_more(matcher);
+            let ended = matcher.allows_nothing_more();
             if let Some(last) = stats.grammar_us.last_mut() {
                 *last += ending.elapsed().as_secs_f64() * 1e6;
             }
@@ -321,17 +321,4 @@ pub fn decode_observed(
         finish,
         stats,
     })
-}
-
-/// True when the grammar is complete and no text or token may follow.
-fn grammar_allows_nothing_more(matcher: &Matcher) -> bool {
-    if !matcher.is_accepting() {
-        return false;
-    }
-    let next = matcher.next_characters();
-    next.allowed.is_empty()
-        && !next
-            .rules
-            .iter()
-            .any(|rule| matches!(rule, grail_engine::NextRule::Token { .. }))
 }

@@ -497,15 +497,7 @@ impl Matcher {
         if self.ended {
             return true;
         }
-        if !self.inner.is_accepting() {
-            return false;
-        }
-        let next = self.inner.next_characters();
-        next.allowed.is_empty()
-            && !next
-                .rules
-                .iter()
-                .any(|rule| matches!(rule, NextRule::Token { .. }))
+        self.inner.allows_nothing_more()
     }
 
     /// What may come next, in the `gbnf` package's shapes (`char`, `char_exclude`,

@@ -238,15 +238,7 @@ impl Matcher {
         if self.ended {
             return true;
         }
-        if !self.inner.is_accepting() {
-            return false;
-        }
-        let next = self.inner.next_characters();
-        next.allowed.is_empty()
-            && !next
-                .rules
-                .iter()
-                .any(|rule| matches!(rule, NextRule::Token { .. }))
+        self.inner.allows_nothing_more()
     }
 
     /// Writes the tokens allowed next into row `index` of `bitmask` (an int32 array of
