@@ -129,11 +129,21 @@ impl CompiledGrammar {
         options: &CompileOptions<'_>,
     ) -> Result<CompiledGrammar, CompileError> {
         let grammar = &*prepared.grammar;
-        let references = grail_grammar::analysis::references(grammar);
+        let (references, inline) = match &prepared.analysis {
+            Some(analysis) => (
+                std::borrow::Cow::Borrowed(&analysis.references),
+                analysis.inline.clone(),
+            ),
+            None => {
+                let references = grail_grammar::analysis::references(grammar);
+                let inline = inlinable_rules(grammar, &prepared.calls_only, &references);
+                (std::borrow::Cow::Owned(references), inline)
+            }
+        };
         let mut builder = GraphBuilder {
             grammar,
             options,
-            inline: inlinable_rules(grammar, &prepared.calls_only, &references),
+            inline,
             inline_depth: 0,
             needed: vec![false; grammar.rules.len()],
             queue: Vec::new(),

@@ -34,22 +34,12 @@ pub(crate) fn inlinable_rules(
     rule_sizes(grammar, calls_only, references).0
 }
 
-/// The estimated size of each rule at a call site: its size when inlined, else 1.
-pub(crate) fn estimated_rule_sizes(
+/// Which rules are inlined, and the estimated size of each sized rule.
+pub(crate) fn rule_sizes(
     grammar: &Grammar,
     calls_only: &[bool],
-    references: &[Vec<u32>],
-) -> Vec<u64> {
-    let (inline, size) = rule_sizes(grammar, calls_only, references);
-    inline
-        .iter()
-        .zip(size)
-        .map(|(&inline, size)| if inline { size } else { 1 })
-        .collect()
-}
-
-/// Which rules are inlined, and the estimated size of each sized rule.
-fn rule_sizes(grammar: &Grammar, calls_only: &[bool], edges: &[Vec<u32>]) -> (Vec<bool>, Vec<u64>) {
+    edges: &[Vec<u32>],
+) -> (Vec<bool>, Vec<u64>) {
     let components = strongly_connected_components(edges);
     let uses = rule_uses(grammar);
     let mut inline = vec![false; grammar.rules.len()];

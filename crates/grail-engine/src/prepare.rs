@@ -25,7 +25,7 @@ use grail_grammar::analysis::{nullable_rules, references, sequence_is_nullable};
 use grail_grammar::{Grammar, Repetition, Rule, Sequence, Symbol, SymbolKind};
 use rustc_hash::FxHashMap;
 
-use crate::inline::estimated_rule_sizes;
+use crate::inline::rule_sizes;
 
 /// A repetition whose item can be empty is rewritten when it is unrolled into at least
 /// this many copies.
@@ -48,6 +48,17 @@ pub(crate) struct Prepared<'g> {
     pub(crate) grammar: Cow<'g, Grammar>,
     /// `calls_only[rule]`: the rule must stay a call (a hoisted repeated item).
     pub(crate) calls_only: Vec<bool>,
+    /// The grammar's references and inlinable rules, when already computed for it (the
+    /// rewrite looked at them and left the grammar as it was).
+    pub(crate) analysis: Option<Analysis>,
+}
+
+/// What compiling needs to know about the rules of a grammar.
+pub(crate) struct Analysis {
+    /// `references[rule]`: the rules it refers to (`grail_grammar::analysis::references`).
+    pub(crate) references: Vec<Vec<u32>>,
+    /// `inline[rule]`: compiled at its call sites (`crate::inline`).
+    pub(crate) inline: Vec<bool>,
 }
 
 /// Rewrites `grammar` where its repetitions need it (see the module docs).
@@ -61,13 +72,19 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         return Prepared {
             grammar: Cow::Borrowed(grammar),
             calls_only: vec![false; grammar.rules.len()],
+            analysis: None,
         };
     }
     let references = references(grammar);
+    let (inline, sizes) = rule_sizes(grammar, &[], &references);
     let mut rewriter = Rewriter {
         rules: Vec::new(),
         nullable: nullable_rules(grammar, &references),
-        sizes: estimated_rule_sizes(grammar, &[], &references),
+        sizes: inline
+            .iter()
+            .zip(sizes)
+            .map(|(&inline, size)| if inline { size } else { 1 })
+            .collect(),
         nonempty_rules: FxHashMap::default(),
         pending: Vec::new(),
         calls_only: vec![false; grammar.rules.len()],
@@ -84,6 +101,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         return Prepared {
             grammar: Cow::Borrowed(grammar),
             calls_only: vec![false; grammar.rules.len()],
+            analysis: Some(Analysis { references, inline }),
         };
     }
     rewriter.rules = grammar.rules.clone();
@@ -109,6 +127,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         return Prepared {
             grammar: Cow::Borrowed(grammar),
             calls_only: vec![false; grammar.rules.len()],
+            analysis: Some(Analysis { references, inline }),
         };
     }
     Prepared {
@@ -117,6 +136,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
             root: grammar.root,
         }),
         calls_only: rewriter.calls_only,
+        analysis: None,
     }
 }
 
@@ -474,6 +494,7 @@ mod tests {
             let as_written = Prepared {
                 grammar: Cow::Borrowed(&grammar),
                 calls_only: vec![false; grammar.rules.len()],
+                analysis: None,
             };
             let as_written = CompiledGrammar::compile_prepared(&as_written, &options).unwrap();
             for string in strings(6) {
