@@ -8,7 +8,7 @@
 //! not `Send`), loads it itself, and says when it is ready.
 
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -41,6 +41,15 @@ pub struct EmbeddedBackend {
     jobs: Mutex<Option<SyncSender<Job>>>,
     ready: Arc<AtomicBool>,
     failed: Arc<Mutex<Option<String>>>,
+    load: Arc<Load>,
+}
+
+/// What the model thread has on its hands, for [`EmbeddedBackend::waiting`] and
+/// [`EmbeddedBackend::busy`].
+#[derive(Default)]
+struct Load {
+    waiting: AtomicUsize,
+    busy: AtomicBool,
 }
 
 impl EmbeddedBackend {
@@ -50,18 +59,21 @@ impl EmbeddedBackend {
         let (sender, receiver) = mpsc::sync_channel::<Job>(queue.max(1));
         let ready = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
-        let (thread_ready, thread_failed) = (ready.clone(), failed.clone());
+        let load_counts = Arc::new(Load::default());
+        let (thread_ready, thread_failed, thread_load) =
+            (ready.clone(), failed.clone(), load_counts.clone());
         std::thread::Builder::new()
             .name("grail-model".into())
             .spawn(move || match load() {
                 Ok(mut model) => {
                     thread_ready.store(true, Ordering::SeqCst);
-                    serve(model.as_mut(), receiver);
+                    serve(model.as_mut(), receiver, &thread_load);
                 }
                 Err(reason) => {
                     *thread_failed.lock().expect("not poisoned") = Some(reason.clone());
                     // Answer whatever was queued, then every later job, with the reason.
                     for job in receiver {
+                        thread_load.waiting.fetch_sub(1, Ordering::SeqCst);
                         let _ =
                             job.events
                                 .send(Event::Done(Err(BackendError::Unavailable(format!(
@@ -76,7 +88,18 @@ impl EmbeddedBackend {
             jobs: Mutex::new(Some(sender)),
             ready,
             failed,
+            load: load_counts,
         }
+    }
+
+    /// How many accepted requests wait for the model (not counting the one it writes).
+    pub fn waiting(&self) -> usize {
+        self.load.waiting.load(Ordering::SeqCst)
+    }
+
+    /// Whether the model is writing an answer now.
+    pub fn busy(&self) -> bool {
+        self.load.busy.load(Ordering::SeqCst)
     }
 
     /// Why the model could not be loaded, if it could not.
@@ -113,7 +136,13 @@ impl Backend for EmbeddedBackend {
                     "the server is shutting down".into(),
                 ));
             };
-            match jobs.try_send(job) {
+            // Counted before it is sent, so the model thread never takes one uncounted.
+            self.load.waiting.fetch_add(1, Ordering::SeqCst);
+            let sent = jobs.try_send(job);
+            if sent.is_err() {
+                self.load.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
+            match sent {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     return Err(BackendError::Unavailable(
@@ -144,15 +173,19 @@ impl Backend for EmbeddedBackend {
 }
 
 /// The model thread's loop.
-fn serve(model: &mut dyn Model, jobs: Receiver<Job>) {
+fn serve(model: &mut dyn Model, jobs: Receiver<Job>, load: &Load) {
     for job in jobs {
+        load.busy.store(true, Ordering::SeqCst);
+        load.waiting.fetch_sub(1, Ordering::SeqCst);
         if job.cancelled.load(Ordering::SeqCst) {
+            load.busy.store(false, Ordering::SeqCst);
             let _ = job.events.send(Event::Done(Err(BackendError::Unavailable(
                 "cancelled before it started".into(),
             ))));
             continue;
         }
         let result = write_answer(model, &job);
+        load.busy.store(false, Ordering::SeqCst);
         let _ = job.events.send(Event::Done(result));
     }
 }

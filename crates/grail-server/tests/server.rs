@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 /// A backend that remembers every answer its inner backend wrote.
 struct Recording {
-    inner: Arc<dyn Backend>,
+    inner: Arc<EmbeddedBackend>,
     written: Mutex<Vec<Result<Written, BackendError>>>,
 }
 
@@ -53,14 +53,7 @@ fn paced_backend(queue: usize, delay: Duration) -> Arc<Recording> {
         }),
         queue,
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !embedded.ready() {
-        assert!(
-            Instant::now() < deadline,
-            "the tiny model never became ready"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the tiny model is ready", || embedded.ready());
     Arc::new(Recording {
         inner: Arc::new(embedded),
         written: Mutex::new(Vec::new()),
@@ -575,28 +568,37 @@ fn thirty_two_concurrent_requests_all_answer_validly() {
 
 #[test]
 fn a_full_queue_answers_503_instead_of_waiting_without_bound() {
-    // A queue of one: while one long answer runs and one waits, a third is refused. An
-    // answer takes over a second (about 160 tokens at 10 ms), so the first is still
-    // running when the third arrives even on a loaded machine (at 2 ms a token it could
-    // end before then).
-    let server = Arc::new(TestServer::start(
-        paced_backend(1, Duration::from_millis(10)),
-        quiet(),
-    ));
+    // A queue of one: while one answer is being written and one waits, a third is
+    // refused. The test waits on the backend's own counts, not on the clock, so a loaded
+    // machine cannot reorder it; answers are slow (20 ms a token, over 3 s an answer) so the first is still
+    // being written when the third arrives.
+    let backend = paced_backend(1, Duration::from_millis(20));
+    let embedded = backend.inner.clone();
+    let server = Arc::new(TestServer::start(backend, quiet()));
     let long = json!({"messages": user("x"), "grammar": "root ::= [a-z]{300}", "max_tokens": 300})
         .to_string();
-    let running: Vec<_> = (0..2)
-        .map(|_| {
-            let (server, long) = (server.clone(), long.clone());
-            std::thread::spawn(move || post_text(&server, &long).0)
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    let send = |server: &Arc<TestServer>| {
+        let (server, long) = (server.clone(), long.clone());
+        std::thread::spawn(move || post_text(&server, &long).0)
+    };
+    let first = send(&server);
+    wait_until("the first answer is being written", || embedded.busy());
+    let second = send(&server);
+    wait_until("the second request waits", || embedded.waiting() == 1);
     let (status, answer) = post_text(&server, &long);
     assert_eq!(status, 503, "{answer}");
     assert_eq!(answer["error"]["code"], "unavailable");
-    for thread in running {
-        assert_eq!(thread.join().unwrap(), 200);
+    assert_eq!(first.join().unwrap(), 200);
+    assert_eq!(second.join().unwrap(), 200);
+    assert_eq!(embedded.waiting(), 0);
+}
+
+/// Polls `condition` until it holds, failing after 10 seconds with what was awaited.
+fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -653,7 +655,7 @@ fn a_client_that_disconnects_while_waiting_for_a_whole_answer_stops_it() {
         body.len()
     )
     .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("the answer is being written", || backend.inner.busy());
     stream.shutdown(std::net::Shutdown::Both).unwrap();
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -675,7 +677,8 @@ fn a_client_that_disconnects_while_waiting_for_a_whole_answer_stops_it() {
 
 #[test]
 fn shutdown_lets_in_flight_requests_finish_and_refuses_new_ones() {
-    let mut server = TestServer::start(tiny_backend(8), quiet());
+    let backend = paced_backend(8, Duration::from_millis(1));
+    let mut server = TestServer::start(backend.clone(), quiet());
     let url = server.url("/v1/chat/completions");
     let body =
         json!({"messages": user("x"), "grammar": "root ::= [a-z]{1500}", "max_tokens": 1500})
@@ -691,7 +694,7 @@ fn shutdown_lets_in_flight_requests_finish_and_refuses_new_ones() {
                 .map(str::len),
         )
     });
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until("the answer is being written", || backend.inner.busy());
     let address = server.address;
     server.shutdown();
     assert_eq!(in_flight.join().unwrap(), (200, Some(1500)));
