@@ -66,56 +66,98 @@ const IDN_REASON: &str = "formats `idn-hostname` and `idn-email`: checked by IDN
 const REGEX_REASON: &str = "format `regex`: whether a string is a valid ECMA-262 regular \
     expression (nested groups, the regex engine's own rules) is not a grammar here";
 
+/// The formats the validator checks, each one Grail enforces exactly or calls
+/// unsupported: what a name in [`CHECKED_FORMATS`] stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Date,
+    Time,
+    DateTime,
+    Duration,
+    Ipv4,
+    Ipv6,
+    Uuid,
+    Uri,
+    UriReference,
+    Iri,
+    IriReference,
+    JsonPointer,
+    RelativeJsonPointer,
+    UriTemplate,
+    Hostname,
+    Email,
+    IdnHostname,
+    IdnEmail,
+    Regex,
+}
+
+/// Every `format` value the validator checks, with the format it names: the one list both
+/// [`is_annotation`] and [`format_grammar`] read (every other name is an annotation).
+const CHECKED_FORMATS: &[(&str, Format)] = &[
+    ("date", Format::Date),
+    ("time", Format::Time),
+    ("date-time", Format::DateTime),
+    ("duration", Format::Duration),
+    ("ipv4", Format::Ipv4),
+    ("ipv6", Format::Ipv6),
+    ("uuid", Format::Uuid),
+    ("uri", Format::Uri),
+    ("uri-reference", Format::UriReference),
+    ("iri", Format::Iri),
+    ("iri-reference", Format::IriReference),
+    ("json-pointer", Format::JsonPointer),
+    ("relative-json-pointer", Format::RelativeJsonPointer),
+    ("uri-template", Format::UriTemplate),
+    ("hostname", Format::Hostname),
+    ("email", Format::Email),
+    ("idn-hostname", Format::IdnHostname),
+    ("idn-email", Format::IdnEmail),
+    ("regex", Format::Regex),
+];
+
+impl Format {
+    /// The checked format named `name`, `None` for an annotation.
+    fn named(name: &str) -> Option<Format> {
+        CHECKED_FORMATS
+            .iter()
+            .find(|(checked, _)| *checked == name)
+            .map(|&(_, format)| format)
+    }
+
+    /// The grammar of this format, or why there is none.
+    fn grammar(self) -> FormatGrammar {
+        match self {
+            Format::Date => FormatGrammar::Exact(date()),
+            Format::Time => FormatGrammar::Exact(time()),
+            Format::DateTime => FormatGrammar::Exact(date_time()),
+            Format::Duration => FormatGrammar::Exact(duration()),
+            Format::Ipv4 => FormatGrammar::Exact(ipv4()),
+            Format::Ipv6 => FormatGrammar::Exact(ipv6()),
+            Format::Uuid => FormatGrammar::Exact(uuid()),
+            Format::Uri => FormatGrammar::Exact(Uri::ASCII.absolute()),
+            Format::UriReference => FormatGrammar::Exact(Uri::ASCII.reference()),
+            Format::Iri => FormatGrammar::Exact(Uri::INTERNATIONAL.absolute()),
+            Format::IriReference => FormatGrammar::Exact(Uri::INTERNATIONAL.reference()),
+            Format::JsonPointer => FormatGrammar::Exact(json_pointer()),
+            Format::RelativeJsonPointer => FormatGrammar::Exact(relative_json_pointer()),
+            Format::UriTemplate => FormatGrammar::Exact(uri_template()),
+            Format::Hostname => FormatGrammar::Unsupported(HOSTNAME_REASON),
+            Format::Email => FormatGrammar::Unsupported(EMAIL_REASON),
+            Format::IdnHostname | Format::IdnEmail => FormatGrammar::Unsupported(IDN_REASON),
+            Format::Regex => FormatGrammar::Unsupported(REGEX_REASON),
+        }
+    }
+}
+
 /// True when the format named `name` asserts nothing (see [`FormatGrammar::Annotation`]):
 /// what [`format_grammar`] says, without building a grammar.
 pub fn is_annotation(name: &str) -> bool {
-    !matches!(
-        name,
-        "date"
-            | "time"
-            | "date-time"
-            | "duration"
-            | "ipv4"
-            | "ipv6"
-            | "uuid"
-            | "uri"
-            | "uri-reference"
-            | "iri"
-            | "iri-reference"
-            | "json-pointer"
-            | "relative-json-pointer"
-            | "uri-template"
-            | "hostname"
-            | "email"
-            | "idn-hostname"
-            | "idn-email"
-            | "regex"
-    )
+    Format::named(name).is_none()
 }
 
 /// The grammar of the JSON Schema `format` named `name`.
 pub fn format_grammar(name: &str) -> FormatGrammar {
-    match name {
-        "date" => FormatGrammar::Exact(date()),
-        "time" => FormatGrammar::Exact(time()),
-        "date-time" => FormatGrammar::Exact(date_time()),
-        "duration" => FormatGrammar::Exact(duration()),
-        "ipv4" => FormatGrammar::Exact(ipv4()),
-        "ipv6" => FormatGrammar::Exact(ipv6()),
-        "uuid" => FormatGrammar::Exact(uuid()),
-        "uri" => FormatGrammar::Exact(Uri::ASCII.absolute()),
-        "uri-reference" => FormatGrammar::Exact(Uri::ASCII.reference()),
-        "iri" => FormatGrammar::Exact(Uri::INTERNATIONAL.absolute()),
-        "iri-reference" => FormatGrammar::Exact(Uri::INTERNATIONAL.reference()),
-        "json-pointer" => FormatGrammar::Exact(json_pointer()),
-        "relative-json-pointer" => FormatGrammar::Exact(relative_json_pointer()),
-        "uri-template" => FormatGrammar::Exact(uri_template()),
-        "hostname" => FormatGrammar::Unsupported(HOSTNAME_REASON),
-        "email" => FormatGrammar::Unsupported(EMAIL_REASON),
-        "idn-hostname" | "idn-email" => FormatGrammar::Unsupported(IDN_REASON),
-        "regex" => FormatGrammar::Unsupported(REGEX_REASON),
-        _ => FormatGrammar::Annotation,
-    }
+    Format::named(name).map_or(FormatGrammar::Annotation, Format::grammar)
 }
 
 /// For a format [`format_grammar`] calls unsupported, a grammar accepting every string
