@@ -6,8 +6,6 @@
 //! first run alone), then the schemas from the 97th percentile up with both parts. With `--repeat FILE` (one id per line) it converts
 //! and compiles only those schemas, over and over for 20 s (for `perf record`).
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use grail_engine::CompiledGrammar;
@@ -16,6 +14,10 @@ use serde_json::Value;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The MaskBench reader shared with `tests/maskbench.rs`.
+#[path = "../tests/support/corpus.rs"]
+mod corpus;
 
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
@@ -34,17 +36,11 @@ fn main() {
             .map(str::to_string)
             .collect()
     });
-    let directory =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/maskbench");
-    let Ok(entries) = std::fs::read_dir(&directory) else {
+    let directory = corpus::maskbench_directory();
+    let Ok(groups) = corpus::maskbench_groups(&directory) else {
         eprintln!("{} is absent", directory.display());
         std::process::exit(2);
     };
-    let mut files: Vec<PathBuf> = entries
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.to_string_lossy().ends_with(".jsonl.gz"))
-        .collect();
-    files.sort();
     let mut options = SchemaOptions::default();
     // `--whitespace none|free`: another whitespace option (default: llama.cpp's).
     match value_of("--whitespace").as_deref() {
@@ -53,26 +49,15 @@ fn main() {
         _ => {}
     }
     let mut schemas: Vec<(String, Value)> = Vec::new();
-    for file in files {
-        let group = file
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .trim_end_matches(".jsonl.gz")
-            .to_string();
-        let reader = BufReader::new(flate2::read::GzDecoder::new(
-            std::fs::File::open(&file).unwrap(),
-        ));
-        for line in reader.lines() {
-            let mut entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            let id = format!("{group}/{}", entry["file"].as_str().unwrap_or("?"));
+    for group in &groups {
+        for entry in group.schemas(1) {
             let wanted = match (&only, &repeat) {
-                (Some(only), _) => id.contains(only.as_str()),
-                (None, Some(ids)) => ids.contains(&id),
+                (Some(only), _) => entry.id.contains(only.as_str()),
+                (None, Some(ids)) => ids.contains(&entry.id),
                 (None, None) => true,
             };
             if wanted {
-                schemas.push((id, entry["schema"].take()));
+                schemas.push((entry.id, entry.schema));
             }
         }
     }

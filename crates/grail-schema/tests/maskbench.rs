@@ -22,12 +22,12 @@ mod baseline;
 mod corpus;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
-use corpus::{GroupTally, percentiles, run_schema};
+use corpus::{
+    GroupTally, MaskBenchSchema, maskbench_directory, maskbench_groups, percentiles, run_schema,
+};
 use grail_schema::SchemaOptions;
-use serde_json::Value;
 
 fn repository_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -35,17 +35,10 @@ fn repository_root() -> PathBuf {
 
 #[test]
 fn maskbench_schemas_compile_and_judge_their_instances() {
-    let directory = repository_root().join("../shared/corpora/maskbench");
-    if !directory.is_dir() {
+    let Ok(groups) = maskbench_groups(&maskbench_directory()) else {
         eprintln!("skipped: ../shared/corpora/maskbench is absent");
         return;
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&directory)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.to_string_lossy().ends_with(".jsonl.gz"))
-        .collect();
-    files.sort();
+    };
     let options = SchemaOptions::default();
     let sample_every: usize =
         if cfg!(debug_assertions) && std::env::var_os("GRAIL_MASKBENCH_ALL").is_none() {
@@ -65,39 +58,24 @@ fn maskbench_schemas_compile_and_judge_their_instances() {
     let mut convert_times = Vec::new();
     let mut slowest: Vec<(f64, f64, String)> = Vec::new();
     let mut lines = Vec::new();
-    for file in files {
-        let group = file
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .trim_end_matches(".jsonl.gz")
-            .to_string();
-        let reader = BufReader::new(flate2::read::GzDecoder::new(
-            std::fs::File::open(&file).unwrap(),
-        ));
+    for group in groups {
         let mut tally = GroupTally::default();
         // `GRAIL_MASKBENCH_ONLY=text`: only the schemas whose id contains it.
         let only = std::env::var("GRAIL_MASKBENCH_ONLY").ok();
-        for (index, line) in reader.lines().enumerate() {
-            if index % sample_every != 0 {
-                continue;
-            }
-            let entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            let id = format!("{group}/{}", entry["file"].as_str().unwrap_or("?"));
+        for MaskBenchSchema {
+            id,
+            schema,
+            instances,
+        } in group.schemas(sample_every)
+        {
             if only
                 .as_ref()
                 .is_some_and(|only| !id.contains(only.as_str()))
             {
                 continue;
             }
-            let instances: Vec<(Value, bool)> = entry["tests"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|test| (test["data"].clone(), test["valid"].as_bool().unwrap()))
-                .collect();
             sampled.insert(id.clone());
-            let outcome = run_schema(&entry["schema"], &instances, &options);
+            let outcome = run_schema(&schema, &instances, &options);
             times.push(outcome.compile_time);
             convert_times.push(outcome.convert_time);
             slowest.push((
@@ -125,7 +103,7 @@ fn maskbench_schemas_compile_and_judge_their_instances() {
             tally.add(&outcome);
             total.add(&outcome);
         }
-        lines.push(tally.line(&group));
+        lines.push(tally.line(&group.name));
     }
     for line in &lines {
         println!("{line}");

@@ -12,10 +12,15 @@
 //! fits (the search takes the first order of a nested object that fits there, which may
 //! not be the one that lets the rest fit), the grammar of the same schema and options in
 //! any key order ([`grail_schema::KeyOrder::Any`]) decides.
+//!
+//! Also the one reader of the MaskBench corpus ([`maskbench_groups`]), for its test and
+//! for the `maskbench_compile_times` example.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use grail_engine::{CompiledGrammar, Matcher};
@@ -530,4 +535,81 @@ pub fn percentiles(times: &mut [Duration]) -> (f64, f64, f64) {
 /// An object of a corpus file, as a map (for the runners' JSON reading).
 pub fn object(value: &Value) -> &Map<String, Value> {
     value.as_object().expect("a JSON object")
+}
+
+/// Where MaskBench lives: `../shared/corpora/maskbench` beside the repository, one
+/// gzipped JSON Lines file per group.
+pub fn maskbench_directory() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/maskbench")
+}
+
+/// One group of MaskBench: its name (the file's, without `.jsonl.gz`) and its file.
+#[derive(Debug, Clone)]
+pub struct MaskBenchGroup {
+    /// The group's name, the first part of its schemas' ids.
+    pub name: String,
+    /// The gzipped JSON Lines file.
+    pub path: PathBuf,
+}
+
+/// One MaskBench schema with its labelled instances.
+#[derive(Debug, Clone)]
+pub struct MaskBenchSchema {
+    /// `group/file`.
+    pub id: String,
+    /// The schema.
+    pub schema: Value,
+    /// Each instance with whether it is valid.
+    pub instances: Vec<(Value, bool)>,
+}
+
+/// The groups (`*.jsonl.gz`) in `directory`, in name order; the error of reading the
+/// directory when it cannot be read (absent).
+pub fn maskbench_groups(directory: &Path) -> std::io::Result<Vec<MaskBenchGroup>> {
+    let mut groups = Vec::new();
+    for entry in std::fs::read_dir(directory)? {
+        let path = entry?.path();
+        let file_name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(name) = file_name.strip_suffix(".jsonl.gz") {
+            groups.push(MaskBenchGroup {
+                name: name.to_string(),
+                path,
+            });
+        }
+    }
+    groups.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(groups)
+}
+
+impl MaskBenchGroup {
+    /// The group's schemas in file order, only the first of every `sample_every` lines
+    /// (1: all; the lines skipped are not parsed). Panics on a file that cannot be read.
+    pub fn schemas(&self, sample_every: usize) -> impl Iterator<Item = MaskBenchSchema> + '_ {
+        let file = std::fs::File::open(&self.path)
+            .unwrap_or_else(|error| panic!("{}: {error}", self.path.display()));
+        let reader = BufReader::new(flate2::read::GzDecoder::new(file));
+        reader.lines().step_by(sample_every).map(move |line| {
+            let line = line.unwrap_or_else(|error| panic!("{}: {error}", self.path.display()));
+            let mut entry: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|error| panic!("{}: {error}", self.path.display()));
+            let id = format!("{}/{}", self.name, entry["file"].as_str().unwrap_or("?"));
+            let instances = entry["tests"]
+                .as_array_mut()
+                .expect("a MaskBench entry has tests")
+                .iter_mut()
+                .map(|test| {
+                    let valid = test["valid"].as_bool().expect("a test is valid or not");
+                    (test["data"].take(), valid)
+                })
+                .collect();
+            MaskBenchSchema {
+                id,
+                schema: entry["schema"].take(),
+                instances,
+            }
+        })
+    }
 }
