@@ -27,6 +27,18 @@ pub struct CheckResult {
     pub diagnostics: Vec<DiagnosticObject>,
 }
 
+/// The `target` option of `check` and `compileGbnf`: `grail` (also when absent) or
+/// `llama.cpp` (`llama` too); anything else is an invalid-argument error.
+pub(crate) fn parse_target(target: Option<&str>) -> napi::Result<Target> {
+    match target {
+        None | Some("grail") => Ok(Target::Grail),
+        Some("llama.cpp") | Some("llama") => Ok(Target::LlamaCpp),
+        Some(other) => Err(invalid(format!(
+            "target must be \"grail\" or \"llama.cpp\", not {other:?}"
+        ))),
+    }
+}
+
 /// Checks GBNF text as `grail check` does, with the same diagnostics; with a
 /// vocabulary, tokens written as text (`<think>`) must each be one of its tokens.
 #[napi]
@@ -39,15 +51,7 @@ pub fn check(
         Some(options) => (options.root, options.target),
         None => (None, None),
     };
-    let target = match target.as_deref() {
-        None | Some("grail") => Target::Grail,
-        Some("llama.cpp") | Some("llama") => Target::LlamaCpp,
-        Some(other) => {
-            return Err(invalid(format!(
-                "target must be \"grail\" or \"llama.cpp\", not {other:?}"
-            )));
-        }
-    };
+    let target = parse_target(target.as_deref())?;
     let check_options = CheckOptions {
         target,
         root: root.unwrap_or_else(|| "root".to_string()),

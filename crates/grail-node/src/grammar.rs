@@ -6,7 +6,7 @@
 //! the failure as an exception.
 
 use grail_engine::{CompileOptions, CompiledGrammar};
-use grail_grammar::{CheckOptions, Target, print_grammar};
+use grail_grammar::{CheckOptions, print_grammar};
 use grail_schema::{
     Dialect, KeyOrder, Mode, SchemaError as RustSchemaError, SchemaOptions, Severity, Whitespace,
 };
@@ -18,6 +18,7 @@ use grail_tools::{
 use napi::Either;
 use napi_derive::napi;
 
+use crate::check::parse_target;
 use crate::errors::{DiagnosticObject, Failure, invalid, utf16_index};
 use crate::vocabulary::Vocabulary;
 
@@ -100,15 +101,7 @@ pub fn compile_gbnf(
         Some(options) => (options.root, options.target),
         None => (None, None),
     };
-    let target = match target.as_deref() {
-        None | Some("grail") => Target::Grail,
-        Some("llama.cpp") | Some("llama") => Target::LlamaCpp,
-        Some(other) => {
-            return Err(invalid(format!(
-                "target must be \"grail\" or \"llama.cpp\", not {other:?}"
-            )));
-        }
-    };
+    let target = parse_target(target.as_deref())?;
     let check_options = CheckOptions {
         root: root.unwrap_or_else(|| "root".to_string()),
         target,
