@@ -14,8 +14,12 @@
 //! ranges swapped, repetitions split, joined rules gaining alternatives after their own).
 //! When it does not (the parser's recovery from other errors can read the new text
 //! differently), each repair is tried alone and one that still does not is declined:
-//! reported, not made. None of the repairs adds or removes a line break, so
-//! line numbers stay those of the original text.
+//! reported, not made.
+//!
+//! Every repair is reported on its line in the original text, lines ending at `\n`,
+//! `\r\n` or a lone `\r` as the parser ends them: a split can copy a group written over
+//! several lines, so a later round's text may have more lines than the original, and
+//! its offsets are traced back through the edits of the rounds before.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -114,7 +118,8 @@ pub enum SplitReason {
 pub struct Fix {
     /// What changed.
     pub kind: FixKind,
-    /// The 1-based line (the same in the original and the fixed text).
+    /// The 1-based line in the original text (lines end at `\n`, `\r\n` or a lone `\r`,
+    /// as the parser ends them).
     pub line: usize,
 }
 
@@ -142,7 +147,11 @@ pub fn fix(source: &str) -> Fixed {
         taken: HashSet::new(),
     };
     let mut text = source.to_string();
-    // Each fix with its line and its offset in the text of its round (to order a line's).
+    let mut lines = OriginalLines {
+        original: line_index(source),
+        rounds: Vec::new(),
+    };
+    // Each fix with its line and its offset in the original text (to order a line's).
     let mut fixes: Vec<(usize, usize, Fix)> = Vec::new();
     let mut declined: Vec<Fix> = Vec::new();
     let limits = ParseLimits {
@@ -151,7 +160,6 @@ pub fn fix(source: &str) -> Fixed {
     };
     for _ in 0..MAX_ROUNDS {
         let parsed = parse_with_limits(&text, &limits);
-        let lines = LineIndex::new(&text);
         let mut repairs = fixer.repairs(&text, &parsed, &lines);
         keep_apart(&mut repairs);
         let round = Round {
@@ -170,8 +178,9 @@ pub fn fix(source: &str) -> Fixed {
             break;
         }
         let fixed_text = apply(&text, &kept);
+        let round_moves = moves(&kept);
         for repair in kept {
-            let offset = repair.edits[0].0.start;
+            let offset = lines.original_offset(repair.edits[0].0.start);
             match repair.change {
                 Change::Rename { from, line } => {
                     let entry = fixer
@@ -184,6 +193,7 @@ pub fn fix(source: &str) -> Fixed {
             }
         }
         text = fixed_text;
+        lines.rounds.push(round_moves);
     }
     for (from, (line, offset, places)) in fixer.renamed_places {
         let to = fixer.renames[&from].clone();
@@ -285,8 +295,124 @@ fn group_fix(group: &[Repair], renames: &HashMap<String, String>) -> Option<Fix>
 #[derive(Clone)]
 struct Repair {
     edits: Vec<(Range<usize>, String)>,
+    /// The parts of the first edit's replacement that copy the round's text, as (offset
+    /// in the replacement, the range copied): where those bytes came from.
+    copies: Vec<(usize, Range<usize>)>,
     change: Change,
     fix: Option<Fix>,
+}
+
+/// One edit of a round: the range it replaced in the text before, the range of its
+/// replacement in the text after, and the copied parts of the replacement (offset in
+/// the text after, offset of the copied text in the text before, length).
+struct Move {
+    before: Range<usize>,
+    after: Range<usize>,
+    copies: Vec<(usize, usize, usize)>,
+}
+
+/// The edits of `repairs`, in the order [`apply`] makes them, with where each lands in
+/// the text after.
+fn moves(repairs: &[Repair]) -> Vec<Move> {
+    // Each edit with its replacement's range and copies relative to the replacement, until
+    // placed.
+    let mut moves: Vec<Move> = repairs
+        .iter()
+        .flat_map(|repair| {
+            repair
+                .edits
+                .iter()
+                .enumerate()
+                .map(move |(index, (range, replacement))| Move {
+                    before: range.clone(),
+                    after: 0..replacement.len(),
+                    copies: match index {
+                        0 => repair
+                            .copies
+                            .iter()
+                            .map(|(offset, copied)| (*offset, copied.start, copied.len()))
+                            .collect(),
+                        _ => Vec::new(),
+                    },
+                })
+        })
+        .collect();
+    moves.sort_by_key(|edit| (edit.before.start, edit.before.end));
+    // The text after is this much longer (or shorter) than the text before, so far.
+    let mut growth: isize = 0;
+    for edit in &mut moves {
+        let start = edit.before.start.saturating_add_signed(growth);
+        let length = edit.after.len();
+        edit.after = start..start + length;
+        for copy in &mut edit.copies {
+            copy.0 += start;
+        }
+        growth += length as isize - edit.before.len() as isize;
+    }
+    moves
+}
+
+/// Lines of the original text, and the edits of each round made since, to find the
+/// original line of an offset in a later round's text.
+struct OriginalLines {
+    original: LineIndex,
+    rounds: Vec<Vec<Move>>,
+}
+
+impl OriginalLines {
+    /// The offset in the original text that `offset` in the current round's text comes
+    /// from: outside the edits, the same text moved; in a copy, the text copied; anywhere
+    /// else in a replacement, the start of the text it replaced.
+    fn original_offset(&self, offset: usize) -> usize {
+        let mut offset = offset;
+        for moves in self.rounds.iter().rev() {
+            offset = Self::before(moves, offset);
+        }
+        offset
+    }
+
+    /// Where `offset` of the text after `moves` was in the text before them.
+    fn before(moves: &[Move], offset: usize) -> usize {
+        let mut growth: isize = 0;
+        for edit in moves {
+            if offset < edit.after.start {
+                break;
+            }
+            if offset < edit.after.end {
+                return edit
+                    .copies
+                    .iter()
+                    .find(|&&(at, _, length)| (at..at + length).contains(&offset))
+                    .map_or(edit.before.start, |&(at, copied, _)| copied + (offset - at));
+            }
+            growth = edit.after.end as isize - edit.before.end as isize;
+        }
+        offset.saturating_add_signed(-growth)
+    }
+
+    /// The 1-based line in the original text of `offset` in the current round's text.
+    fn line_of(&self, offset: u32) -> usize {
+        let original = self.original_offset(offset as usize);
+        self.original.line_of(original as u32) + 1
+    }
+}
+
+/// The line starts of `source`, lines ending where the parser ends them: at `\n`, `\r\n`
+/// and a lone `\r` ([`LineIndex`] alone ends them at `\n` only).
+fn line_index(source: &str) -> LineIndex {
+    let bytes = source.as_bytes();
+    // Each lone `\r` read as `\n`: one byte for another, so the offsets stay.
+    let lone_returns_as_newlines: String = source
+        .char_indices()
+        .map(|(index, character)| {
+            if character == '\r' && bytes.get(index + 1) != Some(&b'\n') {
+                '\n'
+            } else {
+                character
+            }
+        })
+        .collect();
+    LineIndex::new(&lone_returns_as_newlines)
 }
 
 /// What a repair does to the syntax tree, for checking the reparsed text.
@@ -320,9 +446,9 @@ impl Fixer {
         &mut self,
         text: &str,
         parsed: &grail_syntax::Parsed,
-        lines: &LineIndex,
+        lines: &OriginalLines,
     ) -> Vec<Repair> {
-        let line_of = |offset: u32| lines.line_of(offset) + 1;
+        let line_of = |offset: u32| lines.line_of(offset);
         let mut repairs = Vec::new();
         self.note_names(text, &parsed.grammar);
 
@@ -357,6 +483,7 @@ impl Fixer {
             let to = self.new_name(&name.text);
             repairs.push(Repair {
                 edits: vec![(name.span.range(), to)],
+                copies: Vec::new(),
                 change: Change::Rename {
                     from: name.text.clone(),
                     line: line_of(name.span.start),
@@ -399,6 +526,7 @@ impl Fixer {
                     (insert..insert, " |".to_string()),
                     (bar..bar + 1 + after_bar, String::new()),
                 ],
+                copies: Vec::new(),
                 change: Change::Join {
                     bar: error.span.start,
                 },
@@ -434,6 +562,7 @@ impl Fixer {
                 items[index] = (class.items[index].last, class.items[index].first);
                 repairs.push(Repair {
                     edits: vec![(term.span.range(), swapped.clone())],
+                    copies: Vec::new(),
                     change: Change::Class {
                         span: term.span,
                         items,
@@ -480,17 +609,28 @@ impl Fixer {
                     let Some(pieces) = split_bounds(quantifier.min, quantifier.max, chunk) else {
                         return;
                     };
-                    let inner_text = &text[inner.span.range()];
-                    let written: Vec<String> = pieces
-                        .iter()
-                        .map(|&(min, max)| format!("{inner_text}{}", braces(min, max)))
-                        .collect();
-                    let mut replacement = written.join(" ");
-                    if stacked_under_quantifier(text, term.span) {
-                        replacement = format!("({replacement})");
+                    let inner_range = inner.span.range();
+                    let inner_text = &text[inner_range.clone()];
+                    let grouped = stacked_under_quantifier(text, term.span);
+                    let mut replacement = String::new();
+                    let mut copies = Vec::new();
+                    if grouped {
+                        replacement.push('(');
+                    }
+                    for (index, &(min, max)) in pieces.iter().enumerate() {
+                        if index > 0 {
+                            replacement.push(' ');
+                        }
+                        copies.push((replacement.len(), inner_range.clone()));
+                        replacement.push_str(inner_text);
+                        replacement.push_str(&braces(min, max));
+                    }
+                    if grouped {
+                        replacement.push(')');
                     }
                     repairs.push(Repair {
                         edits: vec![(term.span.range(), replacement.clone())],
+                        copies,
                         change: Change::Split {
                             span: term.span,
                             pieces,
@@ -974,6 +1114,59 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    /// Each fix's line and what it did.
+    fn lines_and_kinds(fixes: &[Fix]) -> Vec<(usize, String)> {
+        fixes
+            .iter()
+            .map(|fix| (fix.line, fix.kind.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn lines_end_at_a_lone_carriage_return_too() {
+        for line_break in ["\n", "\r\n", "\r"] {
+            let source = ["root ::= a_b", "a_b ::= [z-a]", "  | \"y\"", ""].join(line_break);
+            let fixed = fix(&source);
+            assert_eq!(
+                lines_and_kinds(&fixed.fixes),
+                [
+                    (1, "renamed `a_b` to `a-b` (2 places)".to_string()),
+                    (2, "swapped the reversed range's ends: `[z-a]` -> `[a-z]`".to_string()),
+                    (
+                        3,
+                        "joined the line that starts with `|` to its rule (moved the `|` to the end of the line before)"
+                            .to_string()
+                    ),
+                ],
+                "{line_break:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn lines_are_those_of_the_original_text_after_a_split_adds_lines() {
+        // The split writes the two-line group twice (a line more); the second range of
+        // line 3's class is swapped a round later, in that longer text.
+        let source = "root ::= (\"a\"\n  | \"b\"){0,3000} x\nx ::= [z-ay-b]\n";
+        let fixed = fix(source);
+        assert_eq!(
+            fixed.source,
+            "root ::= (\"a\"\n  | \"b\"){0,1500} (\"a\"\n  | \"b\"){0,1500} x\nx ::= [a-zb-y]\n"
+        );
+        let lines: Vec<usize> = fixed.fixes.iter().map(|fix| fix.line).collect();
+        assert_eq!(lines, [1, 3, 3], "{:?}", lines_and_kinds(&fixed.fixes));
+        // A repair made a round later inside the split's copies is on the line of the
+        // text it was copied from.
+        let source = "root ::= (\"a\"\n  | [z-a]){0,3000}\n";
+        let fixed = fix(source);
+        assert_eq!(
+            fixed.source,
+            "root ::= (\"a\"\n  | [a-z]){0,1500} (\"a\"\n  | [a-z]){0,1500}\n"
+        );
+        let lines: Vec<usize> = fixed.fixes.iter().map(|fix| fix.line).collect();
+        assert_eq!(lines, [1, 2, 2], "{:?}", lines_and_kinds(&fixed.fixes));
     }
 
     #[test]
