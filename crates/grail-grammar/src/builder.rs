@@ -183,31 +183,37 @@ impl GrammarBuilder {
     /// (characters other than ASCII letters, digits and `-` become `-`) and unique (a
     /// numeric suffix is added when taken).
     pub fn declare(&mut self, name_hint: &str) -> RuleId {
-        let mut base: String = name_hint
-            .chars()
-            .map(|character| {
-                if character.is_ascii_alphanumeric() || character == '-' {
-                    character
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        if base.is_empty() {
-            base = "rule".to_string();
-        }
-        let mut name = base.clone();
-        if self.taken.contains_key(&name) {
+        let valid = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'-';
+        let base: String = if name_hint.is_empty() {
+            "rule".to_string()
+        } else if name_hint.bytes().all(valid) {
+            name_hint.to_string()
+        } else {
+            name_hint
+                .chars()
+                .map(|character| {
+                    if character.is_ascii() && valid(character as u8) {
+                        character
+                    } else {
+                        '-'
+                    }
+                })
+                .collect()
+        };
+        let name = if self.taken.contains_key(&base) {
             let mut suffix = self.next_suffix.get(&base).copied().unwrap_or(2);
-            loop {
-                name = format!("{base}-{suffix}");
+            let name = loop {
+                let name = format!("{base}-{suffix}");
                 suffix += 1;
                 if !self.taken.contains_key(&name) {
-                    break;
+                    break name;
                 }
-            }
+            };
             self.next_suffix.insert(base, suffix);
-        }
+            name
+        } else {
+            base
+        };
         let id = self.names.len() as u32;
         self.taken.insert(name.clone(), id);
         self.names.push(name);
