@@ -426,7 +426,10 @@ pub(crate) fn load_model(path: &Path, context: u32) -> anyhow::Result<Box<dyn Mo
         context,
         ..grail_gen::LlamaOptions::default()
     };
-    Ok(Box::new(grail_gen::LlamaCppModel::load(path, &options)?))
+    let model = grail_gen::LlamaCppModel::load(path, &options)?;
+    // On the thread that will write (serve's model thread): its first masks reuse it.
+    crate::prefault::prefault_heap_from_env()?;
+    Ok(Box::new(model))
 }
 
 /// Without the runtime, no model can be loaded.

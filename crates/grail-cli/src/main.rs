@@ -12,6 +12,7 @@ mod input;
 mod mask;
 mod match_text;
 mod next;
+mod prefault;
 mod render;
 mod rules;
 mod sample;
