@@ -1,6 +1,6 @@
 //! Convert and compile times of every MaskBench schema (best of `--reps`, default 3), to
 //! find and profile the tail of issue 12's compile-time goal:
-//! `cargo run --release -p grail-schema --example maskbench_compile_times [-- --reps N --only TEXT --loop ID_LIST]`.
+//! `cargo run --release -p grail-schema --example maskbench_compile_times [-- --reps N --only TEXT --repeat FILE --whitespace none|free]`.
 //!
 //! Prints the median, p90, p99 and max of convert + compile (best of the runs, and the
 //! first run alone), then the schemas from the 97th percentile up with both parts. With `--repeat FILE` (one id per line) it converts
@@ -112,6 +112,10 @@ fn main() {
             ));
             first_times.push(first.map_or(0.0, milliseconds));
         }
+    }
+    if times.is_empty() {
+        eprintln!("no schema selected compiled (see --only / --repeat)");
+        std::process::exit(1);
     }
     times.sort_by(|a, b| a.0.total_cmp(&b.0));
     let at =
