@@ -57,7 +57,7 @@ impl VocabularyIndex {
             .filter(|&(_, bytes, kind)| kind == crate::TokenKind::Text && bytes.is_empty())
             .map(|(id, _, _)| id)
             .collect();
-        VocabularyIndex {
+        let index = VocabularyIndex {
             vocabulary,
             trie,
             empty_text_ids,
@@ -67,7 +67,10 @@ impl VocabularyIndex {
             long_runs: Memo::new(MAX_REMEMBERED_LONG_RUNS),
             json_units: Memo::new(1),
             long_json_units: Memo::new(MAX_REMEMBERED_LONG_UNITS),
-        }
+        };
+        // Every JSON grammar loops on it: built here, with the vocabulary's setup.
+        index.loop_slice(crate::loop_slice::JSON_STRING_BODY_CLASS);
+        index
     }
 
     /// The vocabulary.
