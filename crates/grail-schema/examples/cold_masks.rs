@@ -1,0 +1,96 @@
+//! Cold masks of one schema on one document, round after round, for `perf record`: each
+//! round compiles the schema afresh and fills every mask of the document with a new
+//! matcher, so every step is a first-time state (the vocabulary index stays, as in a
+//! process serving many grammars). Prints each step's median over the rounds, slowest
+//! first.
+//!
+//! `cargo run --release -p grail-schema --example cold_masks -- SCHEMA.json VOCAB IDS.json [SECONDS]`
+//! (VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
+//! token ids).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use grail_engine::{CompiledGrammar, Matcher, TokenBitmask, VocabularyIndex};
+use grail_schema::{SchemaOptions, schema_to_grammar};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let [schema, vocab, ids, rest @ ..] = arguments.as_slice() else {
+        eprintln!("usage: cold_masks SCHEMA.json VOCAB IDS.json [SECONDS]");
+        std::process::exit(2);
+    };
+    let seconds: u64 = rest.first().map_or(10, |text| {
+        text.parse().unwrap_or_else(|_| {
+            eprintln!("SECONDS must be a whole number, not `{text}`");
+            std::process::exit(2)
+        })
+    });
+    let read = |path: &str| {
+        std::fs::read_to_string(path).unwrap_or_else(|error| {
+            eprintln!("cannot read {path}: {error}");
+            std::process::exit(2)
+        })
+    };
+    let parse = |path: &str| -> serde_json::Value {
+        serde_json::from_str(&read(path)).unwrap_or_else(|error| {
+            eprintln!("{path} is not JSON: {error}");
+            std::process::exit(2)
+        })
+    };
+    let schema = parse(schema);
+    let ids: Vec<u32> = serde_json::from_value(parse(ids)).unwrap_or_else(|error| {
+        eprintln!("the ids are not an array of token ids: {error}");
+        std::process::exit(2)
+    });
+    let vocabulary = grail_vocab::load(std::path::Path::new(vocab)).unwrap_or_else(|error| {
+        eprintln!("cannot load {vocab}: {error}");
+        std::process::exit(2)
+    });
+    let index = Arc::new(VocabularyIndex::new(vocabulary));
+    let grammar = match schema_to_grammar(&schema, &SchemaOptions::default()) {
+        Ok(converted) => converted.grammar,
+        Err(error) => {
+            eprintln!("the schema is refused: {error}");
+            std::process::exit(1)
+        }
+    };
+    let mut mask = TokenBitmask::new(index.vocabulary().len());
+    let mut step_times: Vec<Vec<f64>> = vec![Vec::new(); ids.len()];
+    let started = Instant::now();
+    let mut rounds = 0;
+    while rounds == 0 || started.elapsed() < Duration::from_secs(seconds) {
+        let compiled =
+            CompiledGrammar::compile(&grammar, &Default::default()).unwrap_or_else(|error| {
+                eprintln!("the grammar does not compile: {error}");
+                std::process::exit(1)
+            });
+        let mut matcher = Matcher::with_vocabulary(&compiled, index.clone());
+        for (step, &id) in ids.iter().enumerate() {
+            let begun = Instant::now();
+            matcher.fill_mask(&mut mask);
+            step_times[step].push(begun.elapsed().as_secs_f64() * 1e6);
+            if !mask.is_set(id) || matcher.accept_token(id).is_err() {
+                eprintln!("step {step}: token {id} is not allowed");
+                std::process::exit(1);
+            }
+        }
+        rounds += 1;
+    }
+    let mut medians: Vec<(f64, usize)> = step_times
+        .iter_mut()
+        .enumerate()
+        .map(|(step, times)| {
+            times.sort_by(f64::total_cmp);
+            (times[times.len() / 2], step)
+        })
+        .collect();
+    medians.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("{rounds} rounds; slowest steps (median µs over the rounds):");
+    for (median, step) in medians.iter().take(8) {
+        println!("  step {step:4}: {median:8.1} µs");
+    }
+}
