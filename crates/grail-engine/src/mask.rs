@@ -166,8 +166,8 @@ impl Matcher {
         let Some(too_long) = plan.too_long else {
             return self.fill_twin_mask(&index, &plan.items, mask);
         };
-        let mut key = Vec::new();
-        let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
+        let (mut key, mut slots) = (Vec::new(), Vec::new());
+        let cacheable = self.state_key(&mut key, &mut slots, MAX_KEY_WORDS);
         if cacheable && self.cached_mask(&key, mask) {
             return;
         }
@@ -185,34 +185,59 @@ impl Matcher {
         }
     }
 
+    /// [`Matcher::fill_mask_words`] when the current state's mask is cached, so that
+    /// nothing is computed: true when `words` was written, false (and `words` untouched)
+    /// when the mask would have to be computed. For callers that hold a lock they would
+    /// release for a computation but not for a copy (the Python binding and its GIL).
+    ///
+    /// # Panics
+    /// Without a vocabulary, or when `words` holds fewer bits than the vocabulary has
+    /// tokens.
+    pub fn fill_mask_words_if_cached(&mut self, words: &mut [u32]) -> bool {
+        let index = self.index();
+        assert!(
+            words.len() * 32 >= index.vocabulary().len(),
+            "the mask is smaller than the vocabulary"
+        );
+        // Bounded repetitions take their masks from twin loops (`fill_mask_words`).
+        if !self.graph().counted.is_empty() {
+            return false;
+        }
+        let (mut key, mut slots) = self.take_key_buffers();
+        let served =
+            self.state_key(&mut key, &mut slots, MAX_KEY_WORDS) && self.cached_mask(&key, words);
+        self.give_back_key_buffers((key, slots));
+        served
+    }
+
     /// The mask of a step holding `items` (the current ones moved to a twin loop, the
     /// accepting flag kept): cached by that step's state, computed on a pushed step.
     fn fill_twin_mask(&mut self, index: &VocabularyIndex, items: &[Item], mask: &mut [u32]) {
         let accepting = self.is_accepting();
-        let mut key = Vec::new();
-        let cacheable = self.state_key_of(items, accepting, &mut key, MAX_KEY_WORDS);
-        if cacheable && self.cached_mask(&key, mask) {
-            return;
+        let (mut key, mut slots) = self.take_key_buffers();
+        let cacheable = self.state_key_of(items, accepting, &mut key, &mut slots, MAX_KEY_WORDS);
+        if !(cacheable && self.cached_mask(&key, mask)) {
+            self.push_items_step_accepting(items, accepting);
+            self.compute_mask(index, mask);
+            self.rollback(1);
+            if cacheable {
+                self.remember_mask(&key, mask);
+            }
         }
-        self.push_items_step_accepting(items, accepting);
-        self.compute_mask(index, mask);
-        self.rollback(1);
-        if cacheable {
-            self.remember_mask(&key, mask);
-        }
+        self.give_back_key_buffers((key, slots));
     }
 
     /// [`Matcher::fill_mask`] from the current step as it is.
     fn fill_mask_here(&mut self, index: &VocabularyIndex, mask: &mut [u32]) {
-        let mut key = Vec::new();
-        let cacheable = self.state_key(&mut key, MAX_KEY_WORDS);
-        if cacheable && self.cached_mask(&key, mask) {
-            return;
+        let (mut key, mut slots) = self.take_key_buffers();
+        let cacheable = self.state_key(&mut key, &mut slots, MAX_KEY_WORDS);
+        if !(cacheable && self.cached_mask(&key, mask)) {
+            self.compute_mask(index, mask);
+            if cacheable {
+                self.remember_mask(&key, mask);
+            }
         }
-        self.compute_mask(index, mask);
-        if cacheable {
-            self.remember_mask(&key, mask);
-        }
+        self.give_back_key_buffers((key, slots));
     }
 
     /// Copies the mask cached for state `key` into `mask`; false when there is none.

@@ -96,6 +96,10 @@ pub(crate) struct Scratch {
     pub(crate) slot_frames: Vec<u32>,
     /// The frames of the step a byte is taken from, by slot.
     pub(crate) source_frames: Vec<u32>,
+    /// The key of the state a mask is looked up by, and its frames by slot (reused: a
+    /// mask served from the cache allocates nothing).
+    mask_key: Vec<u32>,
+    mask_key_slots: Vec<u32>,
     /// Learning a walk's transition: returns to callers outside the source step's frames
     /// are left out and noted in `escaped` (see `Matcher::learn_inner_transition`).
     inner_only: bool,
@@ -481,8 +485,33 @@ impl Matcher {
     /// current items and, through their frames, every caller up to the root, with frames
     /// numbered in the order met (so equal parse states from different histories give
     /// equal keys). False when the description would exceed `max_len` words.
-    pub(crate) fn state_key(&self, key: &mut Vec<u32>, max_len: usize) -> bool {
-        self.state_key_of(self.current_items(), self.current().accepting, key, max_len)
+    pub(crate) fn state_key(
+        &self,
+        key: &mut Vec<u32>,
+        slots: &mut Vec<u32>,
+        max_len: usize,
+    ) -> bool {
+        self.state_key_of(
+            self.current_items(),
+            self.current().accepting,
+            key,
+            slots,
+            max_len,
+        )
+    }
+
+    /// The buffers a mask's state key is built in (see [`Matcher::give_back_key_buffers`]).
+    pub(crate) fn take_key_buffers(&mut self) -> (Vec<u32>, Vec<u32>) {
+        (
+            std::mem::take(&mut self.scratch.mask_key),
+            std::mem::take(&mut self.scratch.mask_key_slots),
+        )
+    }
+
+    /// Keeps the buffers [`Matcher::take_key_buffers`] gave, for the next mask.
+    pub(crate) fn give_back_key_buffers(&mut self, (key, slots): (Vec<u32>, Vec<u32>)) {
+        self.scratch.mask_key = key;
+        self.scratch.mask_key_slots = slots;
     }
 
     /// [`Matcher::state_key`] of a step that would hold `items` (with the current
@@ -492,12 +521,13 @@ impl Matcher {
         items: &[Item],
         accepting: bool,
         key: &mut Vec<u32>,
+        slots: &mut Vec<u32>,
         max_len: usize,
     ) -> bool {
         key.clear();
         key.push(u32::from(accepting));
         key.push(items.len() as u32);
-        let mut slots: Vec<u32> = Vec::new();
+        slots.clear();
         let slot_of = |frame: u32, slots: &mut Vec<u32>| -> u32 {
             match slots.iter().position(|&known| known == frame) {
                 Some(slot) => slot as u32,
@@ -508,7 +538,7 @@ impl Matcher {
             }
         };
         for item in items {
-            let slot = slot_of(item.frame, &mut slots);
+            let slot = slot_of(item.frame, slots);
             key.extend([item.node, item.partial.to_bits(), slot]);
         }
         let mut next_slot = 0;
@@ -521,7 +551,7 @@ impl Matcher {
             let mut link = frame.callers;
             while link != NO_LINK {
                 let caller = self.links[link as usize];
-                let slot = slot_of(caller.frame, &mut slots);
+                let slot = slot_of(caller.frame, slots);
                 key.extend([caller.next, slot]);
                 link = caller.older;
             }

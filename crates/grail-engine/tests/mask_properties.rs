@@ -142,6 +142,11 @@ fn check_walk_after(
             matcher.history_len(),
         );
         matcher.fill_mask(&mut mask);
+        // A mask served from the cache alone is the mask.
+        let mut cached = TokenBitmask::new(size);
+        if matcher.fill_mask_words_if_cached(cached.words_mut()) {
+            prop_assert_eq!(cached.words(), mask.words());
+        }
         let allowed: Vec<u32> = mask.ids().collect();
         prop_assert_eq!(
             &allowed,
@@ -256,6 +261,25 @@ proptest! {
     fn masks_equal_brute_force_on_random_grammars_with_a_bigger_vocabulary(text in grammar_text(), seed in any::<u64>()) {
         check_walk_with(&compile(&text), seed, bulk_vocabulary(), 6)?;
     }
+}
+
+#[test]
+fn a_mask_is_served_from_the_cache_only_once_computed() {
+    let index = vocabulary();
+    let size = index.vocabulary().len();
+    let grammar = compile(r#"root ::= "a" [a-d]* "x""#);
+    let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
+    let mut words = TokenBitmask::new(size);
+    assert!(!matcher.fill_mask_words_if_cached(words.words_mut()));
+    let mut mask = TokenBitmask::new(size);
+    matcher.fill_mask(&mut mask);
+    assert!(matcher.fill_mask_words_if_cached(words.words_mut()));
+    assert_eq!(words.words(), mask.words());
+    // Bounded repetitions take their masks elsewhere: never served from here.
+    let counted = compile(r#"root ::= [a-d]{2,40}"#);
+    let mut matcher = Matcher::with_vocabulary(&counted, index);
+    matcher.fill_mask(&mut mask);
+    assert!(!matcher.fill_mask_words_if_cached(words.words_mut()));
 }
 
 #[test]

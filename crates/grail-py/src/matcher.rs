@@ -296,6 +296,19 @@ impl Matcher {
             spare.fill(0);
         };
         let (matcher, ended) = (&mut self.inner, self.ended);
+        if numpy && !ended {
+            // A mask the matcher has cached is a copy: written with the GIL held, since
+            // releasing and taking it back costs more than the copy.
+            // SAFETY: as below.
+            let row: &mut [u32] = unsafe {
+                std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
+            };
+            let (used, spare) = row.split_at_mut(words);
+            if matcher.fill_mask_words_if_cached(used) {
+                spare.fill(0);
+                return Ok(());
+            }
+        }
         if numpy {
             // Straight into the row, with the GIL released.
             py.detach(move || {
