@@ -177,49 +177,71 @@ impl<'s> Converter<'s> {
 /// A readable rule name for the schema at `pointer`: its last property names, `item`,
 /// or definition name.
 pub(crate) fn rule_name(pointer: &str) -> String {
-    let tokens: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|token| token.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let mut words: Vec<String> = Vec::new();
-    let mut index = 0;
-    while index < tokens.len() {
-        let token = tokens[index].as_str();
-        match token {
-            "properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas" => {
-                if let Some(name) = tokens.get(index + 1) {
-                    words.push(name.clone());
-                }
-                index += 2;
-                continue;
-            }
-            "items" | "additionalItems" => words.push("item".to_string()),
-            "prefixItems" => {
-                if let Some(position) = tokens.get(index + 1) {
-                    words.push(format!("tuple-{position}"));
-                }
-                index += 2;
-                continue;
-            }
-            "additionalProperties" => words.push("additional".to_string()),
-            "anyOf" | "oneOf" | "allOf" => {
-                if let Some(position) = tokens.get(index + 1) {
-                    words.push(format!("alternative-{position}"));
-                }
-                index += 2;
-                continue;
-            }
-            "contains" => words.push("contains".to_string()),
-            "not" => words.push("not".to_string()),
-            "then" | "else" | "if" => words.push(token.to_string()),
-            _ => {}
+    let unescape = |token: &str| -> String {
+        if token.contains('~') {
+            token.replace("~1", "/").replace("~0", "~")
+        } else {
+            token.to_string()
         }
-        index += 1;
+    };
+    let mut tokens = pointer.split('/').skip(1);
+    // Words by reference where they can be: most are property names or fixed words.
+    let mut words: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    while let Some(token) = tokens.next() {
+        let word: Option<std::borrow::Cow<'_, str>> = match token {
+            "properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas" => {
+                tokens.next().map(|name| {
+                    if name.contains('~') {
+                        unescape(name).into()
+                    } else {
+                        name.into()
+                    }
+                })
+            }
+            "items" | "additionalItems" => Some("item".into()),
+            "prefixItems" => tokens
+                .next()
+                .map(|position| format!("tuple-{}", unescape(position)).into()),
+            "additionalProperties" => Some("additional".into()),
+            "anyOf" | "oneOf" | "allOf" => tokens
+                .next()
+                .map(|position| format!("alternative-{}", unescape(position)).into()),
+            "contains" | "not" | "then" | "else" | "if" => Some(token.into()),
+            _ => None,
+        };
+        words.extend(word);
     }
     if words.is_empty() {
         return "root".to_string();
     }
     let keep = words.len().saturating_sub(3);
     words[keep..].join("-")
+}
+
+#[cfg(test)]
+mod rule_name_tests {
+    use super::rule_name;
+
+    #[test]
+    fn names_come_from_the_last_three_words_of_the_pointer() {
+        for (pointer, name) in [
+            ("", "root"),
+            ("/type", "root"),
+            ("/properties/user", "user"),
+            ("/properties/a~1b/items", "a/b-item"),
+            (
+                "/$defs/tool/properties/arguments/properties/x~0y",
+                "tool-arguments-x~y",
+            ),
+            ("/anyOf/2/prefixItems/0", "alternative-2-tuple-0"),
+            (
+                "/properties/a/additionalProperties/not/if",
+                "additional-not-if",
+            ),
+            ("/properties", "root"),
+            ("/definitions/d/contains/then", "d-contains-then"),
+        ] {
+            assert_eq!(rule_name(pointer), name, "{pointer}");
+        }
+    }
 }

@@ -3,12 +3,11 @@
 //! subschema, relative ones included. Nothing is fetched: a reference to another document
 //! is an error that says so.
 
-use std::collections::HashMap;
-
-use crate::keywords::Keywords;
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 use crate::diagnostic::escape_pointer_token;
+use crate::keywords::Keywords;
 
 /// Where each identified schema of a document is, and what each subschema's base URI is.
 #[derive(Debug, Default)]
@@ -164,7 +163,7 @@ impl ResourceIndex {
                 None => return Err(format!("no `$anchor` named `{fragment}`")),
             }
         };
-        if root.pointer(&target).is_none() {
+        if lookup(root, &target).is_none() {
             return Err(format!("`{reference}` points at nothing in the schema"));
         }
         Ok(target)
@@ -352,7 +351,8 @@ pub(crate) fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
             token
         };
         current = match current {
-            Value::Object(map) => map.get(token)?,
+            // Schema objects are small: a scan beats hashing the key.
+            Value::Object(map) => map.keyword(token)?,
             Value::Array(items) => {
                 if token.len() > 1 && token.starts_with('0') || token.starts_with('+') {
                     return None;
