@@ -296,10 +296,12 @@ impl Matcher {
             spare.fill(0);
         };
         let (matcher, ended) = (&mut self.inner, self.ended);
-        if numpy && !ended {
-            // A mask the matcher has cached is a copy: written with the GIL held, since
-            // releasing and taking it back costs more than the copy.
-            // SAFETY: as below.
+        if !ended {
+            // A mask the matcher has cached is a copy: written straight into the row with
+            // the GIL held (for any kind of bitmask), since releasing and taking the GIL
+            // back costs more than the copy.
+            // SAFETY: as below for the kinds accepted, written with the GIL held, so no
+            // Python code can free or move the storage meanwhile.
             let row: &mut [u32] = unsafe {
                 std::slice::from_raw_parts_mut((address as *mut u32).add(index * width), width)
             };
