@@ -8,11 +8,13 @@
 //! kb_1077: p99 4.6 ms in two runs of five, 0.27 ms otherwise, 0.16 ms with 32 MiB made
 //! resident first; docs/performance.md). Touching that much heap once at start-up and
 //! freeing it leaves it resident in the allocator, so the first masks reuse it.
-//! Programs call [`prefault_heap`] after loading a vocabulary (`grail bench`, `grail
-//! generate`, `grail serve` do, sized by `GRAIL_PREFAULT_MIB`).
+//! How much, if any, is the program's choice: it calls [`prefault_heap`] after loading a
+//! vocabulary (`grail bench`, `grail generate` and `grail serve` do, sized by the
+//! `GRAIL_PREFAULT_MIB` environment variable).
 
-/// Bytes made resident when `GRAIL_PREFAULT_MIB` is not set: 32 MiB (on the machine
-/// measured, 8 MiB did not help and 64 MiB did no better than 32).
+/// Bytes a program may make resident by default: 32 MiB (on the machine measured, 8 MiB
+/// did not help and 64 MiB did no better than 32). The `grail` binary uses it when
+/// `GRAIL_PREFAULT_MIB` is not set.
 pub const DEFAULT_PREFAULT_BYTES: usize = 32 << 20;
 
 /// Blocks of this size are allocated: small enough that the allocator keeps them in the
@@ -37,21 +39,6 @@ pub fn prefault_heap(bytes: usize) -> usize {
         held.push(std::hint::black_box(block));
     }
     blocks * BLOCK_BYTES
-}
-
-/// The bytes to make resident as `GRAIL_PREFAULT_MIB` says (a whole number of MiB, `0`
-/// for none), or [`DEFAULT_PREFAULT_BYTES`] when it is unset. A value that is not a
-/// number is an error naming the variable.
-pub fn prefault_bytes_from_env() -> Result<usize, String> {
-    match std::env::var("GRAIL_PREFAULT_MIB") {
-        Err(_) => Ok(DEFAULT_PREFAULT_BYTES),
-        Ok(text) => match text.trim().parse::<usize>() {
-            Ok(mib) if mib <= 1 << 14 => Ok(mib << 20),
-            _ => Err(format!(
-                "GRAIL_PREFAULT_MIB must be a whole number of MiB from 0 to 16384, not `{text}`"
-            )),
-        },
-    }
 }
 
 #[cfg(test)]
