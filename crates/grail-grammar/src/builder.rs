@@ -189,16 +189,16 @@ impl GrammarBuilder {
         } else if name_hint.bytes().all(valid) {
             name_hint.to_string()
         } else {
-            name_hint
-                .chars()
-                .map(|character| {
-                    if character.is_ascii() && valid(character as u8) {
-                        character
-                    } else {
-                        '-'
-                    }
-                })
-                .collect()
+            // One allocation: every character becomes at most as many bytes.
+            let mut base = String::with_capacity(name_hint.len());
+            base.extend(name_hint.chars().map(|character| {
+                if character.is_ascii() && valid(character as u8) {
+                    character
+                } else {
+                    '-'
+                }
+            }));
+            base
         };
         let name = if self.taken.contains_key(&base) {
             let mut suffix = self.next_suffix.get(&base).copied().unwrap_or(2);
@@ -389,4 +389,56 @@ fn renumber(symbol: &mut Symbol, new_ids: &[u32]) {
         SymbolKind::Repeat(repetition) => renumber(&mut repetition.symbol, new_ids),
         _ => {}
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names `declare` gives, in order.
+    fn declared_names(hints: &[&str]) -> Vec<String> {
+        let mut builder = GrammarBuilder::new();
+        let ids: Vec<RuleId> = hints.iter().map(|hint| builder.declare(hint)).collect();
+        for &id in &ids {
+            builder
+                .define(id, Expr::literal("x"))
+                .expect("each rule is defined once");
+        }
+        // The root refers to every rule, so the build keeps them all, in order.
+        let root = builder.root();
+        builder
+            .define(root, Expr::sequence(ids.iter().map(|&id| Expr::Rule(id))))
+            .expect("the root is defined once");
+        let grammar = builder.build().expect("every rule is defined");
+        grammar.rules[1..]
+            .iter()
+            .map(|rule| rule.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn declared_names_are_valid_gbnf_and_unique() {
+        assert_eq!(
+            declared_names(&[
+                "line-number",
+                "line_number",
+                "é/ü",
+                "",
+                "rule",
+                "a-2",
+                "a",
+                "a"
+            ]),
+            [
+                "line-number",
+                "line-number-2",
+                "---",
+                "rule",
+                "rule-2",
+                "a-2",
+                "a",
+                "a-3"
+            ]
+        );
+    }
 }
