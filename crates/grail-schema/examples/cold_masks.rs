@@ -1,11 +1,11 @@
-//! Cold masks of one schema on one document, round after round, for `perf record`: each
+//! Cold masks of one schema (or GBNF grammar) on one document, round after round, for `perf record`: each
 //! round compiles the schema afresh and fills every mask of the document with a new
 //! matcher, so every step is a first-time state (the vocabulary index stays, as in a
 //! process serving many grammars). Prints each step's median over the rounds, slowest
 //! first.
 //!
 //! `cargo run --release -p grail-schema --example cold_masks -- SCHEMA.json VOCAB IDS.json [SECONDS]`
-//! (VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
+//! (SCHEMA: a JSON Schema, or a grammar when the name ends in `.gbnf`; VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
 //! token ids).
 
 use std::sync::Arc;
@@ -20,7 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let [schema, vocab, ids, rest @ ..] = arguments.as_slice() else {
-        eprintln!("usage: cold_masks SCHEMA.json VOCAB IDS.json [SECONDS]");
+        eprintln!("usage: cold_masks SCHEMA.json|GRAMMAR.gbnf VOCAB IDS.json [SECONDS]");
         std::process::exit(2);
     };
     let seconds: u64 = rest.first().map_or(10, |text| {
@@ -41,7 +41,7 @@ fn main() {
             std::process::exit(2)
         })
     };
-    let schema = parse(schema);
+    let source = schema;
     let ids: Vec<u32> = serde_json::from_value(parse(ids)).unwrap_or_else(|error| {
         eprintln!("the ids are not an array of token ids: {error}");
         std::process::exit(2)
@@ -51,11 +51,23 @@ fn main() {
         std::process::exit(2)
     });
     let index = Arc::new(VocabularyIndex::new(vocabulary));
-    let grammar = match schema_to_grammar(&schema, &SchemaOptions::default()) {
-        Ok(converted) => converted.grammar,
-        Err(error) => {
-            eprintln!("the schema is refused: {error}");
-            std::process::exit(1)
+    // A `.gbnf` file is read as GBNF, anything else as a JSON Schema.
+    let grammar = if source.ends_with(".gbnf") {
+        let report = grail_grammar::check(&read(source), &Default::default());
+        match report.grammar {
+            Some(grammar) if report.is_ok() => grammar,
+            _ => {
+                eprintln!("{source} has errors (see `grail check {source}`)");
+                std::process::exit(1)
+            }
+        }
+    } else {
+        match schema_to_grammar(&parse(source), &SchemaOptions::default()) {
+            Ok(converted) => converted.grammar,
+            Err(error) => {
+                eprintln!("the schema is refused: {error}");
+                std::process::exit(1)
+            }
         }
     };
     let mut mask = TokenBitmask::new(index.vocabulary().len());
@@ -93,4 +105,13 @@ fn main() {
     for (median, step) in medians.iter().take(8) {
         println!("  step {step:4}: {median:8.1} µs");
     }
+    let mut all: Vec<f64> = medians.iter().map(|(median, _)| *median).collect();
+    all.sort_by(f64::total_cmp);
+    let quantile = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "per-step medians over the document: median {:.2} µs, p99 {:.1} µs, {} steps over 20 µs",
+        quantile(0.5),
+        quantile(0.99),
+        all.iter().filter(|&&median| median > 20.0).count()
+    );
 }
