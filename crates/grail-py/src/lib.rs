@@ -17,7 +17,8 @@ mod matcher;
 mod tools;
 mod vocabulary;
 
-/// Grammar building allocates many small objects: mimalloc, as the `grail` binary.
+/// Grammar building allocates many small objects: mimalloc, as the `grail` binary (without
+/// transparent huge pages: see Cargo.toml).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
