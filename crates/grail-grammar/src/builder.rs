@@ -3,8 +3,9 @@
 //! and only rules reachable from the root are kept.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::analysis::references;
 use crate::charset::CharSet;
@@ -149,7 +150,11 @@ pub enum BuildError {
 pub struct GrammarBuilder {
     names: Vec<String>,
     bodies: Vec<Option<Vec<Sequence>>>,
-    taken: HashMap<String, u32>,
+    /// The names taken, without a second copy of each: per hash of a name, the first rule
+    /// with a name of that hash (whose name in `names` is compared).
+    taken_by_hash: HashMap<u64, u32>,
+    /// Taken names whose hash was already in `taken_by_hash` for another name (rare).
+    taken_collided: HashSet<String>,
     /// Per name hint, the suffix to try next (so that thousands of rules with one hint
     /// are named in linear time).
     next_suffix: HashMap<String, u32>,
@@ -167,7 +172,8 @@ impl GrammarBuilder {
         let mut builder = GrammarBuilder {
             names: Vec::new(),
             bodies: Vec::new(),
-            taken: HashMap::default(),
+            taken_by_hash: HashMap::default(),
+            taken_collided: HashSet::default(),
             next_suffix: HashMap::default(),
         };
         builder.declare("root");
@@ -200,12 +206,12 @@ impl GrammarBuilder {
             }));
             base
         };
-        let name = if self.taken.contains_key(&base) {
+        let name = if self.is_taken(&base) {
             let mut suffix = self.next_suffix.get(&base).copied().unwrap_or(2);
             let name = loop {
                 let name = format!("{base}-{suffix}");
                 suffix += 1;
-                if !self.taken.contains_key(&name) {
+                if !self.is_taken(&name) {
                     break name;
                 }
             };
@@ -215,10 +221,28 @@ impl GrammarBuilder {
             base
         };
         let id = self.names.len() as u32;
-        self.taken.insert(name.clone(), id);
+        let hash = FxBuildHasher.hash_one(name.as_str());
+        match self.taken_by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(id);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.taken_collided.insert(name.clone());
+            }
+        }
         self.names.push(name);
         self.bodies.push(None);
         RuleId(id)
+    }
+
+    /// True when a rule already has the name `name`.
+    fn is_taken(&self, name: &str) -> bool {
+        match self.taken_by_hash.get(&FxBuildHasher.hash_one(name)) {
+            None => false,
+            Some(&first) => {
+                self.names[first as usize] == name || self.taken_collided.contains(name)
+            }
+        }
     }
 
     /// Defines a declared rule.
