@@ -3,7 +3,8 @@
 in one process and one sitting, per step of a real document (the call included).
 
     ~/.cache/grail/py-venv/bin/python scripts/python_side_by_side.py [--vocabs llama3,smollm2]
-        [--cases json,toolcall,c] [--engines llguidance,xgrammar] [--runs 2] [--grail-run first|best] [--json OUT]
+        [--cases json,toolcall,c] [--engines llguidance,xgrammar] [--runs 2] [--grail-run first|best]
+        [--processes N] [--json OUT]
 
 Needs grail_gbnf (scripts/python_test.py installs it into ~/.cache/grail/py-venv), the
 peers in the same venv (`pip install llguidance xgrammar`; xgrammar's tokenizer setup goes
@@ -24,6 +25,10 @@ peer. Per peer, its run of --runs with the lowest median (llguidance compiles af
 run; xgrammar compiles once, its masks precomputed then). Grail compiles once and every run is
 a new matcher on that grammar, which keeps what earlier runs learned: its first (cold) run is
 reported (`--grail-run best`: the lowest median, warm runs included).
+
+`--processes N` repeats all of that in N fresh processes (one run each, so every engine's
+figures are its first run in a new process) and reports, per engine, the median over the
+processes of its median and of its p99: one sitting's figures move a lot on a shared machine.
 """
 import argparse
 import json
@@ -158,8 +163,13 @@ def main():
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--grail-run", choices=("first", "best"), default="first",
                         help="Grail's run reported: the first (cold, default) or the one with the lowest median")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="repeat in this many fresh processes (one run each) and report medians over them")
+    parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
+    if args.processes > 1:
+        return over_processes(args)
     import grail_gbnf as grail
     import llguidance as llg
 
@@ -179,10 +189,11 @@ def main():
         size = vocabulary.size
         tokenizer = llg.LLTokenizer(read("vocab", vocab, "tokenizer.json"), eos_token=eos)
         tokenizer_info = xgrammar_tokenizer_info(tokenizer_path, size, eos) if "xgrammar" in peers else None
-        setup = {engine: setup_seconds(engine, tokenizer_path) for engine in engines}
-        cells = " | ".join(f"{setup[engine]:.3f} | " for engine in engines)
-        setup_ratios = " | ".join(f"{setup['grail'] / setup[peer]:.2f} | " for peer in peers)
-        print(f"| {vocab} | import + vocabulary setup (s) | | {cells} | {setup_ratios} |", flush=True)
+        if not args.no_setup:
+            setup = {engine: setup_seconds(engine, tokenizer_path) for engine in engines}
+            cells = " | ".join(f"{setup[engine]:.3f} | " for engine in engines)
+            setup_ratios = " | ".join(f"{setup['grail'] / setup[peer]:.2f} | " for peer in peers)
+            print(f"| {vocab} | import + vocabulary setup (s) | | {cells} | {setup_ratios} |", flush=True)
         for case in args.cases.split(","):
             grail_file, peer_file, doc = CASES[case]
             tokens = docs[doc]
@@ -214,7 +225,8 @@ def main():
             cells = " | ".join(f"{best[engine]['median']:.2f} | {best[engine]['p99']:.1f}" for engine in engines)
             ratio_cells = " | ".join(f"{row[f'median_ratio_{peer}']:.3f} | {row[f'p99_ratio_{peer}']:.3f}" for peer in peers)
             print(f"| {vocab} | {case} | {len(tokens)} | {cells} | {ratio_cells} |", flush=True)
-        results.append({"vocab": vocab, "setup_s": setup})
+        if not args.no_setup:
+            results.append({"vocab": vocab, "setup_s": setup})
     if args.json:
         versions = {"grail": grail.__version__, "llguidance": llg.__version__}
         if "xgrammar" in peers:
@@ -222,6 +234,45 @@ def main():
             versions["xgrammar"] = getattr(xgrammar, "__version__", "?")
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"versions": versions, "results": results}, handle, indent=2)
+
+
+def over_processes(args):
+    """Runs this script in `args.processes` fresh processes (one run each, no setup timing)
+    and prints, per vocabulary and case, each engine's median over the processes of its
+    median and p99, with the ratios of those."""
+    import tempfile
+    peers = args.engines.split(",")
+    engines = ["grail"] + peers
+    rows = {}
+    for process in range(args.processes):
+        with tempfile.NamedTemporaryFile(suffix=".json") as output:
+            command = [sys.executable, os.path.abspath(__file__), "--vocabs", args.vocabs, "--cases", args.cases,
+                       "--engines", args.engines, "--runs", "1", "--no-setup", "--json", output.name]
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            with open(output.name, encoding="utf-8") as handle:
+                for row in json.load(handle)["results"]:
+                    rows.setdefault((row["vocab"], row["case"], row["steps"]), []).append(row)
+        print(f"process {process + 1} of {args.processes} done", file=sys.stderr, flush=True)
+    header = " | ".join(f"{engine} median µs | p99" for engine in engines)
+    ratios = " | ".join(f"median / {peer} | p99 / {peer}" for peer in peers)
+    print(f"Medians over {args.processes} fresh processes (each engine's first run in each):")
+    print(f"| vocab | case | steps | {header} | {ratios} |")
+    print("|---" * (3 + 2 * len(engines) + 2 * len(peers)) + "|")
+    summary = []
+    for (vocab, case, steps), runs in rows.items():
+        row = {"vocab": vocab, "case": case, "steps": steps, "processes": len(runs)}
+        for engine in engines:
+            row[engine] = {stat: statistics.median(run[engine][stat] for run in runs) for stat in ("median", "p99")}
+        for peer in peers:
+            row[f"median_ratio_{peer}"] = row["grail"]["median"] / row[peer]["median"]
+            row[f"p99_ratio_{peer}"] = row["grail"]["p99"] / row[peer]["p99"]
+        summary.append(row)
+        cells = " | ".join(f"{row[engine]['median']:.2f} | {row[engine]['p99']:.1f}" for engine in engines)
+        ratio_cells = " | ".join(f"{row[f'median_ratio_{peer}']:.3f} | {row[f'p99_ratio_{peer}']:.3f}" for peer in peers)
+        print(f"| {vocab} | {case} | {steps} | {cells} | {ratio_cells} |", flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"processes": args.processes, "results": summary}, handle, indent=2)
 
 
 if __name__ == "__main__":
