@@ -27,7 +27,8 @@ pub fn references(grammar: &Grammar) -> Vec<Vec<u32>> {
         .collect()
 }
 
-fn collect_references(symbol: &Symbol, out: &mut Vec<u32>) {
+/// Appends the rules `symbol` refers to (with repeats) to `out`.
+pub(crate) fn collect_references(symbol: &Symbol, out: &mut Vec<u32>) {
     grail_syntax::stack::deep(|| match &symbol.kind {
         SymbolKind::Rule(id) => out.push(id.0),
         SymbolKind::Group(sequences) => {

@@ -7,7 +7,7 @@ use std::hash::BuildHasher;
 
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::analysis::references;
+use crate::analysis::collect_references;
 use crate::charset::CharSet;
 use crate::ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
@@ -189,11 +189,24 @@ impl GrammarBuilder {
     /// (characters other than ASCII letters, digits and `-` become `-`) and unique (a
     /// numeric suffix is added when taken).
     pub fn declare(&mut self, name_hint: &str) -> RuleId {
+        self.declare_owned(name_hint.to_string())
+    }
+
+    /// [`GrammarBuilder::declare`] with a name hint the builder may keep: an ASCII hint
+    /// becomes the name without a copy.
+    pub fn declare_owned(&mut self, name_hint: String) -> RuleId {
         let valid = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'-';
         let base: String = if name_hint.is_empty() {
             "rule".to_string()
-        } else if name_hint.bytes().all(valid) {
-            name_hint.to_string()
+        } else if name_hint.is_ascii() {
+            // ASCII for ASCII, in place.
+            let mut bytes = name_hint.into_bytes();
+            for byte in &mut bytes {
+                if !valid(*byte) {
+                    *byte = b'-';
+                }
+            }
+            String::from_utf8(bytes).expect("ASCII bytes are UTF-8")
         } else {
             // One allocation: every character becomes at most as many bytes.
             let mut base = String::with_capacity(name_hint.len());
@@ -285,17 +298,24 @@ impl GrammarBuilder {
             rules,
             root: RuleId(0),
         };
-        let references = references(&all);
         let mut keep = vec![false; all.rules.len()];
         keep[0] = true;
         let mut queue = VecDeque::from([0u32]);
+        // The references of the rule at hand (one buffer for all rules).
+        let mut referenced = Vec::new();
         while let Some(rule) = queue.pop_front() {
             if !defined[rule as usize] {
                 return Err(BuildError::RuleUndefined {
                     name: all.rules[rule as usize].name.clone(),
                 });
             }
-            for &next in &references[rule as usize] {
+            referenced.clear();
+            for sequence in &all.rules[rule as usize].alternatives {
+                for symbol in sequence {
+                    collect_references(symbol, &mut referenced);
+                }
+            }
+            for &next in &referenced {
                 if !keep[next as usize] {
                     keep[next as usize] = true;
                     queue.push_back(next);
@@ -337,24 +357,30 @@ impl GrammarBuilder {
     }
 
     fn sequence(&self, rule: RuleId, expr: Expr) -> Result<Sequence, BuildError> {
+        let mut symbols = Vec::new();
+        self.push_sequence(rule, expr, &mut symbols)?;
+        Ok(symbols)
+    }
+
+    /// Appends the symbols of `expr` to `symbols`, nested sequences flattened into it.
+    fn push_sequence(
+        &self,
+        rule: RuleId,
+        expr: Expr,
+        symbols: &mut Sequence,
+    ) -> Result<(), BuildError> {
         match expr {
-            Expr::Empty => Ok(Vec::new()),
-            Expr::Literal(text) if text.is_empty() => Ok(Vec::new()),
+            Expr::Empty => {}
+            Expr::Literal(text) if text.is_empty() => {}
             Expr::Sequence(items) => {
-                let mut symbols = Vec::with_capacity(items.len());
+                symbols.reserve(items.len());
                 for item in items {
-                    match item {
-                        Expr::Sequence(_) | Expr::Empty => {
-                            symbols.extend(self.sequence(rule, item)?)
-                        }
-                        Expr::Literal(ref text) if text.is_empty() => {}
-                        other => symbols.push(self.symbol(rule, other)?),
-                    }
+                    self.push_sequence(rule, item, symbols)?;
                 }
-                Ok(symbols)
             }
-            _ => Ok(vec![self.symbol(rule, expr)?]),
+            other => symbols.push(self.symbol(rule, other)?),
         }
+        Ok(())
     }
 
     fn symbol(&self, rule: RuleId, expr: Expr) -> Result<Symbol, BuildError> {
