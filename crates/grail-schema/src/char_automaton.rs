@@ -333,7 +333,7 @@ impl CharDfa {
                 match (is_end, state) {
                     (true, _) => None,
                     (false, 0) => Some(builder.declare(name)),
-                    (false, _) => Some(builder.declare(&format!("{name}-{state}"))),
+                    (false, _) => Some(builder.declare_owned(format!("{name}-{state}"))),
                 }
             })
             .collect();

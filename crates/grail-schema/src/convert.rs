@@ -147,9 +147,9 @@ impl<'s> Converter<'s> {
     }
 
     /// Declares a new rule, counting it against the limit.
-    pub fn declare(&mut self, name: &str) -> RuleId {
+    pub fn declare(&mut self, name: impl Into<String>) -> RuleId {
         self.rule_count += 1;
-        self.builder.declare(name)
+        self.builder.declare_owned(name.into())
     }
 
     /// True when the rule limit has been passed (reported once).

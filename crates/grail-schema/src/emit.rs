@@ -145,11 +145,11 @@ impl Converter<'_> {
         }
         let rule = if target.is_empty() {
             match self.framed_as.clone() {
-                Some(name) => self.declare(&name),
+                Some(name) => self.declare(name),
                 None => self.builder.root(),
             }
         } else {
-            self.declare(&rule_name(target))
+            self.declare(rule_name(target))
         };
         self.rules.insert(key, rule);
         let shape = self.read(target);
@@ -603,7 +603,7 @@ impl Converter<'_> {
         }
         match result {
             Ok(expr) => {
-                let expr = self.wrap_rule(expr, &format!("{name}-number"));
+                let expr = self.wrap_rule(expr, format!("{name}-number"));
                 self.number_rules.insert(key, expr.clone());
                 Some(expr)
             }
@@ -646,7 +646,7 @@ impl Converter<'_> {
     }
 
     /// `expr` in a rule of its own named `name`, unless it is a single reference.
-    pub fn wrap_rule(&mut self, expr: Expr, name: &str) -> Expr {
+    pub fn wrap_rule(&mut self, expr: Expr, name: impl Into<String>) -> Expr {
         if matches!(expr, Expr::Rule(_) | Expr::Literal(_)) || self.over_rule_limit() {
             return expr;
         }

@@ -17,7 +17,7 @@ use crate::char_automaton::{AutomatonError, CharDfa};
 use crate::convert::Converter;
 use crate::diagnostic::{SchemaDiagnostic, Severity};
 use crate::emit_string::{excluding, excluding_llama};
-use crate::json_text::encoded_text;
+use crate::json_text::{encoded_text, is_written_as_itself};
 use crate::options::KeyOrder;
 use crate::shape::{KeySet, ObjectRules, Presence, Shape, Typed};
 
@@ -217,7 +217,7 @@ impl Converter<'_> {
                 space.clone(),
                 value,
             ]);
-            let pair = self.wrap_rule(pair, &format!("{value_name}-kv"));
+            let pair = self.wrap_rule(pair, format!("{value_name}-kv"));
             slots.push(Slot {
                 pair,
                 required,
@@ -285,7 +285,7 @@ impl Converter<'_> {
                 }
             };
             let pair = Expr::sequence([key, self.key_separator(), space, value]);
-            return Some(Some(self.wrap_rule(pair, &format!("{value_name}-kv"))));
+            return Some(Some(self.wrap_rule(pair, format!("{value_name}-kv"))));
         }
         // With key rules: one kind of key per set of rules covering it.
         let names = keys[0].names.clone();
@@ -370,12 +370,12 @@ impl Converter<'_> {
                 space.clone(),
                 value,
             ]);
-            choices.push(self.wrap_rule(pair, &format!("{kind_name}-kv")));
+            choices.push(self.wrap_rule(pair, format!("{kind_name}-kv")));
         }
         Some(match choices.len() {
             0 => None,
             1 => choices.pop(),
-            _ => Some(self.wrap_rule(Expr::Choice(choices), &format!("{value_name}-kv"))),
+            _ => Some(self.wrap_rule(Expr::Choice(choices), format!("{value_name}-kv"))),
         })
     }
 
@@ -531,7 +531,7 @@ impl Converter<'_> {
         }
         // Declare first, so that paths back to this state (additional properties) find it.
         let rule = (state != (0, 0)).then(|| {
-            let rule = self.declare(&format!("{name}-rest"));
+            let rule = self.declare(format!("{name}-rest"));
             memo.insert(state, rule);
             rule
         });
@@ -676,7 +676,7 @@ impl Converter<'_> {
         if state == (0, 0, 0) {
             return expr;
         }
-        let rule = self.declare(&format!("{name}-rest"));
+        let rule = self.declare(format!("{name}-rest"));
         self.builder.define(rule, expr).expect("new rule");
         memo.insert(state, rule);
         Expr::Rule(rule)
@@ -685,8 +685,13 @@ impl Converter<'_> {
 
 /// `"name"` as written in JSON (canonical form).
 fn key_literal(name: &str) -> Expr {
-    match encoded_text(name) {
-        Expr::Literal(text) => Expr::literal(format!("\"{text}\"")),
-        other => Expr::sequence([Expr::literal("\""), other, Expr::literal("\"")]),
+    if is_written_as_itself(name) {
+        // One allocation: the quotes around the name as it is.
+        let mut quoted = String::with_capacity(name.len() + 2);
+        quoted.push('"');
+        quoted.push_str(name);
+        quoted.push('"');
+        return Expr::Literal(quoted);
     }
+    Expr::sequence([Expr::literal("\""), encoded_text(name), Expr::literal("\"")])
 }

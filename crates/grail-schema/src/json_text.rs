@@ -145,15 +145,20 @@ fn unicode_escape(character: char) -> Expr {
 
 /// A text written in canonical form inside a JSON string (without the quotes).
 pub fn encoded_text(text: &str) -> Expr {
-    // The same test as `escaped_set().contains`, without building the set.
-    let escaped = |character: char| {
-        let code = character as u32;
-        code <= 0x1F || code == DEL || character == '"' || character == '\\'
-    };
-    if !text.chars().any(escaped) {
+    if is_written_as_itself(text) {
         return Expr::literal(text);
     }
     Expr::sequence(text.chars().map(encoded_char))
+}
+
+/// True when `text` has no character that a JSON string escapes (its canonical form
+/// inside the quotes is `text` itself).
+pub fn is_written_as_itself(text: &str) -> bool {
+    // The same test as `escaped_set().contains`, without building the set.
+    !text.chars().any(|character| {
+        let code = character as u32;
+        code <= 0x1F || code == DEL || character == '"' || character == '\\'
+    })
 }
 
 /// One character of `set`, written in canonical form inside a JSON string: the characters
