@@ -155,6 +155,26 @@ def setup_seconds(engine, path, repeats=3):
     return statistics.median(runs)
 
 
+def print_header(engines, peers):
+    """The header of the results table."""
+    header = " | ".join(f"{engine} median µs | p99" for engine in engines)
+    ratios = " | ".join(f"median / {peer} | p99 / {peer}" for peer in peers)
+    print(f"| vocab | case | steps | {header} | {ratios} |")
+    print("|---" * (3 + 2 * len(engines) + 2 * len(peers)) + "|")
+
+
+def with_ratios_printed(row, engines, peers):
+    """Adds Grail's median and p99 ratios to each peer to `row` (which holds each engine's
+    {"median", "p99"}), prints it as a table row and returns it."""
+    for peer in peers:
+        row[f"median_ratio_{peer}"] = row["grail"]["median"] / row[peer]["median"]
+        row[f"p99_ratio_{peer}"] = row["grail"]["p99"] / row[peer]["p99"]
+    cells = " | ".join(f"{row[engine]['median']:.2f} | {row[engine]['p99']:.1f}" for engine in engines)
+    ratio_cells = " | ".join(f"{row[f'median_ratio_{peer}']:.3f} | {row[f'p99_ratio_{peer}']:.3f}" for peer in peers)
+    print(f"| {row['vocab']} | {row['case']} | {row['steps']} | {cells} | {ratio_cells} |", flush=True)
+    return row
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocabs", default="llama3,smollm2")
@@ -176,10 +196,7 @@ def main():
     peers = args.engines.split(",")
     engines = ["grail"] + peers
     results = []
-    header = " | ".join(f"{engine} median µs | p99" for engine in engines)
-    ratios = " | ".join(f"median / {peer} | p99 / {peer}" for peer in peers)
-    print(f"| vocab | case | steps | {header} | {ratios} |")
-    print("|---" * (3 + 2 * len(engines) + 2 * len(peers)) + "|")
+    print_header(engines, peers)
     for vocab in args.vocabs.split(","):
         tokenizer_path = os.path.join(BENCH, "vocab", vocab, "tokenizer.json")
         vocab_json = json.loads(read("vocab", f"{vocab}.vocab.json"))
@@ -218,13 +235,7 @@ def main():
                     if engine not in best or (not first_only and summary["median"] < best[engine]["median"]):
                         best[engine] = summary
             row = {"vocab": vocab, "case": case, "steps": len(tokens), **best}
-            for peer in peers:
-                row[f"median_ratio_{peer}"] = best["grail"]["median"] / best[peer]["median"]
-                row[f"p99_ratio_{peer}"] = best["grail"]["p99"] / best[peer]["p99"]
-            results.append(row)
-            cells = " | ".join(f"{best[engine]['median']:.2f} | {best[engine]['p99']:.1f}" for engine in engines)
-            ratio_cells = " | ".join(f"{row[f'median_ratio_{peer}']:.3f} | {row[f'p99_ratio_{peer}']:.3f}" for peer in peers)
-            print(f"| {vocab} | {case} | {len(tokens)} | {cells} | {ratio_cells} |", flush=True)
+            results.append(with_ratios_printed(row, engines, peers))
         if not args.no_setup:
             results.append({"vocab": vocab, "setup_s": setup})
     if args.json:
@@ -253,23 +264,14 @@ def over_processes(args):
                 for row in json.load(handle)["results"]:
                     rows.setdefault((row["vocab"], row["case"], row["steps"]), []).append(row)
         print(f"process {process + 1} of {args.processes} done", file=sys.stderr, flush=True)
-    header = " | ".join(f"{engine} median µs | p99" for engine in engines)
-    ratios = " | ".join(f"median / {peer} | p99 / {peer}" for peer in peers)
     print(f"Medians over {args.processes} fresh processes (each engine's first run in each):")
-    print(f"| vocab | case | steps | {header} | {ratios} |")
-    print("|---" * (3 + 2 * len(engines) + 2 * len(peers)) + "|")
+    print_header(engines, peers)
     summary = []
     for (vocab, case, steps), runs in rows.items():
         row = {"vocab": vocab, "case": case, "steps": steps, "processes": len(runs)}
         for engine in engines:
             row[engine] = {stat: statistics.median(run[engine][stat] for run in runs) for stat in ("median", "p99")}
-        for peer in peers:
-            row[f"median_ratio_{peer}"] = row["grail"]["median"] / row[peer]["median"]
-            row[f"p99_ratio_{peer}"] = row["grail"]["p99"] / row[peer]["p99"]
-        summary.append(row)
-        cells = " | ".join(f"{row[engine]['median']:.2f} | {row[engine]['p99']:.1f}" for engine in engines)
-        ratio_cells = " | ".join(f"{row[f'median_ratio_{peer}']:.3f} | {row[f'p99_ratio_{peer}']:.3f}" for peer in peers)
-        print(f"| {vocab} | {case} | {steps} | {cells} | {ratio_cells} |", flush=True)
+        summary.append(with_ratios_printed(row, engines, peers))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"processes": args.processes, "results": summary}, handle, indent=2)
