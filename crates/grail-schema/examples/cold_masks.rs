@@ -6,7 +6,8 @@
 //!
 //! `cargo run --release -p grail-schema --example cold_masks -- SCHEMA.json VOCAB IDS.json [SECONDS]`
 //! (SCHEMA: a JSON Schema, or a grammar when the name ends in `.gbnf`; VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
-//! token ids).
+//! token ids). With `COLD_MASKS_STEP=N` in the environment only step N's mask is filled (the
+//! tokens before it are accepted without masks), to profile that one step.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,6 +71,12 @@ fn main() {
             }
         }
     };
+    let only_step: Option<usize> = std::env::var("COLD_MASKS_STEP").ok().map(|text| {
+        text.parse().unwrap_or_else(|_| {
+            eprintln!("COLD_MASKS_STEP must be a step number, not `{text}`");
+            std::process::exit(2)
+        })
+    });
     let mut mask = TokenBitmask::new(index.vocabulary().len());
     let mut step_times: Vec<Vec<f64>> = vec![Vec::new(); ids.len()];
     let started = Instant::now();
@@ -82,10 +89,19 @@ fn main() {
             });
         let mut matcher = Matcher::with_vocabulary(&compiled, index.clone());
         for (step, &id) in ids.iter().enumerate() {
-            let begun = Instant::now();
-            matcher.fill_mask(&mut mask);
-            step_times[step].push(begun.elapsed().as_secs_f64() * 1e6);
-            if !mask.is_set(id) || matcher.accept_token(id).is_err() {
+            if only_step.is_none_or(|only| only == step) {
+                let begun = Instant::now();
+                matcher.fill_mask(&mut mask);
+                step_times[step].push(begun.elapsed().as_secs_f64() * 1e6);
+                if !mask.is_set(id) {
+                    eprintln!("step {step}: token {id} is not in the mask");
+                    std::process::exit(1);
+                }
+            }
+            if only_step.is_some_and(|only| only == step) {
+                break;
+            }
+            if matcher.accept_token(id).is_err() {
                 eprintln!("step {step}: token {id} is not allowed");
                 std::process::exit(1);
             }
@@ -95,6 +111,7 @@ fn main() {
     let mut medians: Vec<(f64, usize)> = step_times
         .iter_mut()
         .enumerate()
+        .filter(|(_, times)| !times.is_empty())
         .map(|(step, times)| {
             times.sort_by(f64::total_cmp);
             (times[times.len() / 2], step)
