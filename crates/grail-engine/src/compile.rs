@@ -13,8 +13,8 @@ use std::sync::Arc;
 use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
 
 use crate::counted::{
-    CountedCopy, TWIN_MIN_COPIES, bounded_repetition_of, json_unit_starts, optional_chain,
-    same_node_shape, same_shape,
+    CountedCopy, TWIN_MIN_COPIES, bounded_repetition_of, countable_nodes, json_unit_starts,
+    optional_chain, same_node_shape, same_shape,
 };
 use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
@@ -111,6 +111,9 @@ pub(crate) struct GrammarGraph {
     /// Optional copies of bounded repetitions that have a twin loop for masks (see
     /// `counted.rs`), in node order, not overlapping.
     pub(crate) counted: Vec<CountedCopy>,
+    /// The nodes of `counted` that walks may count through, as bits (see
+    /// `counted::countable_nodes`); empty when none.
+    pub(crate) countable_nodes: Vec<u64>,
     pub(crate) limits: EngineLimits,
 }
 
@@ -193,6 +196,7 @@ impl CompiledGrammar {
                 &builder.classes,
             )
         };
+        let countable_nodes = countable_nodes(&builder.counted, builder.nodes.len());
         Ok(CompiledGrammar {
             inner: Arc::new(GrammarGraph {
                 nodes: builder.nodes,
@@ -208,6 +212,7 @@ impl CompiledGrammar {
                 root: grammar.root.0,
                 productive,
                 counted: builder.counted,
+                countable_nodes,
                 limits: options.limits,
             }),
         })

@@ -23,9 +23,10 @@ use grail_grammar::{Symbol, SymbolKind};
 use grail_vocab::VocabularyIndex;
 use rustc_hash::FxHashSet;
 
-use crate::compile::{Node, NodeId};
+use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::matcher::{Item, Matcher};
 use crate::ranges::ScalarSet;
+use crate::utf8::Partial;
 
 /// Repetitions with fewer optional copies than this get no twin (a token rarely stays
 /// that far from their bound).
@@ -357,16 +358,8 @@ impl Matcher {
         let bounds = self.twin_bounds(index);
         let graph = self.graph();
         let items = self.current_items();
-        let copy_of = |node: NodeId| {
-            let found = graph
-                .counted
-                .partition_point(|copy| copy.first + copy.len <= node);
-            graph
-                .counted
-                .get(found)
-                .filter(|copy| copy.first <= node)
-                .map(|copy| (copy, bounds[found]))
-        };
+        let copy_of =
+            |node: NodeId| counted_copy(graph, node).map(|(found, copy)| (copy, bounds[found]));
         let mut moved: Option<Vec<Item>> = None;
         let mut is_moved = vec![false; items.len()];
         let mut near: Option<TooLong> = None;
@@ -419,23 +412,7 @@ impl Matcher {
                     }
                 };
                 let others_refuse = items.iter().zip(&is_moved).all(|(item, &moved)| {
-                    moved
-                        || !item.partial.is_none()
-                        || match graph.nodes[item.node as usize] {
-                            Node::Char { code_point, .. } => {
-                                if code_point >= 128 {
-                                    !takes_past_ascii
-                                } else {
-                                    class >> code_point & 1 == 0
-                                }
-                            }
-                            Node::Class { set, .. } => {
-                                graph.class_ascii[set as usize] & class == 0
-                                    && (!takes_past_ascii
-                                        || graph.class_all_non_ascii[set as usize] == Some(false))
-                            }
-                            _ => false,
-                        }
+                    moved || refuses(graph, item.node, item.partial, class, takes_past_ascii)
                 });
                 if far || !near_consistent || !others_refuse || class & 1 != 0 {
                     return None;
@@ -450,4 +427,138 @@ impl Matcher {
             too_long,
         })
     }
+}
+
+/// The nodes (as bits of 64-bit words) of the copies that walks may count through (see
+/// [`counted_twin_of`]): optional copies of one node, a class of ASCII bytes other than
+/// NUL. Empty when there are none.
+pub(crate) fn countable_nodes(counted: &[CountedCopy], node_count: usize) -> Vec<u64> {
+    let countable = |copy: &&CountedCopy| {
+        !copy.minimum
+            && copy.len == 1
+            && copy
+                .class_bytes
+                .is_some_and(|class| class >> 127 == 0 && class & 1 == 0)
+    };
+    if !counted.iter().any(|copy| countable(&copy)) {
+        return Vec::new();
+    }
+    let mut bits = vec![0u64; node_count.div_ceil(64)];
+    for copy in counted.iter().filter(countable) {
+        bits[copy.first as usize / 64] |= 1 << (copy.first % 64);
+    }
+    bits
+}
+
+/// The copy (and its index in `graph.counted`) that `node` belongs to, if any.
+fn counted_copy(graph: &GrammarGraph, node: NodeId) -> Option<(usize, &CountedCopy)> {
+    let found = graph
+        .counted
+        .partition_point(|copy| copy.first + copy.len <= node);
+    graph
+        .counted
+        .get(found)
+        .filter(|copy| copy.first <= node)
+        .map(|copy| (found, copy))
+}
+
+/// Whether an item at `node` (inside a character when `partial` is not none) takes no
+/// byte of the ASCII `class` ([`grail_vocab::byte_bit`] bits), nor, when
+/// `takes_past_ascii`, any character past ASCII. Unknown node kinds do not refuse.
+fn refuses(
+    graph: &GrammarGraph,
+    node: NodeId,
+    partial: Partial,
+    class: u128,
+    takes_past_ascii: bool,
+) -> bool {
+    !partial.is_none()
+        || match graph.nodes[node as usize] {
+            Node::Char { code_point, .. } => {
+                if code_point >= 128 {
+                    !takes_past_ascii
+                } else {
+                    class >> code_point & 1 == 0
+                }
+            }
+            Node::Class { set, .. } => {
+                graph.class_ascii[set as usize] & class == 0
+                    && (!takes_past_ascii || graph.class_all_non_ascii[set as usize] == Some(false))
+            }
+            _ => false,
+        }
+}
+
+/// A state's items with the one in a copy of a bounded repetition moved to the twin
+/// loop (see [`counted_twin_of`]).
+pub(crate) struct CountedTwin {
+    /// The step-cache key of the state with the item moved.
+    pub(crate) key: Vec<u32>,
+    /// Its items.
+    pub(crate) items: Vec<(NodeId, Partial, u8)>,
+    /// How many more bytes of the class the copies take.
+    pub(crate) remaining: u32,
+    /// The repetition's class, as [`grail_vocab::byte_bit`] bits.
+    pub(crate) class: u128,
+}
+
+/// For a step-cache state (its `key` as `describe_step` writes it, and its items): when
+/// exactly one item sits in a copy that walks may count through ([`countable_nodes`]),
+/// at a character's start, and no other item takes a byte of that class, the same state
+/// with that item moved to the twin.
+///
+/// Walks may then step through the twin instead of the copies, counting the class's
+/// bytes: from the copies, a byte of the class goes one copy on and any other byte
+/// leaves the repetition (only the continuation takes it, the same after the copies as
+/// after the twin), so the state with `k` copies left is the twin allowed `k` more bytes
+/// of the class. The twin only has one state where the copies have one per count.
+pub(crate) fn counted_twin_of(
+    graph: &GrammarGraph,
+    key: &[u32],
+    items: &[(NodeId, Partial, u8)],
+) -> Option<CountedTwin> {
+    if graph.countable_nodes.is_empty() {
+        return None;
+    }
+    let mut found: Option<usize> = None;
+    for (position, &(node, partial, _)) in items.iter().enumerate() {
+        if graph.countable_nodes[node as usize / 64] >> (node % 64) & 1 == 0 {
+            continue;
+        }
+        if found.is_some() || !partial.is_none() {
+            return None;
+        }
+        found = Some(position);
+    }
+    let position = found?;
+    let (_, copy) = counted_copy(graph, items[position].0)?;
+    let class = copy.class_bytes?;
+    let others_refuse = items
+        .iter()
+        .enumerate()
+        .all(|(other, &(node, partial, _))| {
+            other == position || refuses(graph, node, partial, class, false)
+        });
+    if !others_refuse {
+        return None;
+    }
+    // The key holds the accepting flag, the item count, then (node, partial, slot) per
+    // item: the moved item keeps its place, so its slot numbering holds.
+    let node_in_key = 2 + 3 * position;
+    if key.get(1).copied() != Some(items.len() as u32)
+        || key.get(node_in_key) != Some(&items[position].0)
+    {
+        return None;
+    }
+    let twin_node = copy.twin + (items[position].0 - copy.first);
+    let mut key = key.to_vec();
+    key[node_in_key] = twin_node;
+    let mut items = items.to_vec();
+    items[position].0 = twin_node;
+    Some(CountedTwin {
+        key,
+        items,
+        remaining: copy.remaining,
+        class,
+    })
 }

@@ -503,8 +503,8 @@ impl Matcher {
         // the character begun there when the path is inside one in a state where every
         // character past ASCII loops (walked by UTF-8 validity alone, see below).
         path.push(match self.uniform_character_start(state, frames) {
-            Some((completed, partial)) => (completed, 0, partial),
-            None => (state, 0, Partial::NONE),
+            Some((completed, partial)) => (completed, 0, partial, UNCOUNTED),
+            None => (state, 0, Partial::NONE, UNCOUNTED),
         });
         for &TrieRange {
             first,
@@ -516,7 +516,8 @@ impl Matcher {
             while position < end {
                 let node = &nodes[position];
                 path.truncate((node.depth - base_depth) as usize);
-                let (parent, map, partial) = *path.last().expect("the start state is on the path");
+                let (parent, map, partial, count) =
+                    *path.last().expect("the start state is on the path");
                 // Inside a character every item takes whatever it is; where every character
                 // past ASCII loops, any such character goes. Either way their bytes need no
                 // steps: any valid UTF-8 prefix stays live, and a whole character comes back
@@ -547,6 +548,7 @@ impl Matcher {
                     // A big subtree that is valid UTF-8 from here and whose bytes all loop
                     // on the state the characters come back to: taken whole.
                     if node.subtree_len >= BULK_MIN_SUBTREE
+                        && count == UNCOUNTED
                         && bulk_odds.entry(parent).or_default().check_next()
                     {
                         let valid = match next.expected() {
@@ -566,7 +568,7 @@ impl Matcher {
                             continue;
                         }
                     }
-                    path.push((parent, map, next));
+                    path.push((parent, map, next, count));
                     position += 1;
                     continue;
                 }
@@ -576,7 +578,13 @@ impl Matcher {
                     learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
                     transition = self.learn_inner_transition(parent, learn_frames, node.byte);
                 }
-                if transition == DEAD {
+                // At the bound of a repetition walked through its twin loop (see
+                // `CountedView`), the bytes of its class (those that take the twin back to
+                // itself) are refused, returns to callers included.
+                let refused_at_bound = count == 0
+                    && !matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN)
+                    && self.step_cache().summary(transition).target() == parent;
+                if transition == DEAD || refused_at_bound {
                     position += node.subtree_len as usize;
                     continue;
                 }
@@ -646,12 +654,29 @@ impl Matcher {
                         (step.target, step.target_viable, child)
                     }
                 };
+                // Bounded repetitions of one class (see `CountedView`): in the twin loop a
+                // byte of the class takes one more copy (none left: refused above);
+                // entering the copies enters the twin with the copies left as the count.
+                let (target, count) = if count != UNCOUNTED && target == parent {
+                    (target, count - 1)
+                } else if plain.map_or_else(
+                    || self.step_cache().counted_view(target).is_some(),
+                    |summary| summary.target_counted(),
+                ) {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                    self.counted_walk_view(target, learn_frames)
+                        .unwrap_or((target, UNCOUNTED))
+                } else {
+                    (target, UNCOUNTED)
+                };
                 if target_viable {
                     sink.add(trie.tokens_at(node));
                 }
                 // A big subtree whose bytes all loop on the target: every token in it is
                 // accepted, without visiting its nodes.
                 if node.subtree_len >= BULK_MIN_SUBTREE
+                    && count == UNCOUNTED
                     && bulk_odds.entry(target).or_default().check_next()
                 {
                     learn_frames.clear();
@@ -663,7 +688,7 @@ impl Matcher {
                         continue;
                     }
                 }
-                path.push((target, child, Partial::NONE));
+                path.push((target, child, Partial::NONE, count));
                 position += 1;
             }
         }
@@ -671,6 +696,46 @@ impl Matcher {
         // in trie order.
         frontier_nodes.sort_unstable();
         escape_nodes.sort_unstable();
+    }
+}
+
+/// The count of a walk's path outside a bounded repetition's twin loop (see
+/// [`crate::step_cache::CountedView`]).
+pub(crate) const UNCOUNTED: u32 = u32::MAX;
+
+impl Matcher {
+    /// The twin of `state` and the bytes of its class the copies still take, when a walk
+    /// may step through the twin (see [`crate::step_cache::CountedView`]): checked once
+    /// per state, by learning the twin's transitions on the class (with `frames` for the
+    /// state's slots), that each goes back to the twin itself along the table.
+    fn counted_walk_view(&mut self, state: StateId, frames: &[u32]) -> Option<(StateId, u32)> {
+        let view = self.step_cache().counted_view(state)?;
+        let loops = match view.loops {
+            Some(loops) => loops,
+            None => {
+                let mut loops = true;
+                let mut bytes = view.class;
+                while bytes != 0 && loops {
+                    let byte = bytes.trailing_zeros() as u8;
+                    bytes &= bytes - 1;
+                    let mut transition = self.step_cache().transition(view.twin, byte);
+                    if transition == UNKNOWN || transition == NOT_CACHEABLE {
+                        transition = self.learn_inner_transition(view.twin, frames, byte);
+                    }
+                    // Back to the twin along the table: plain, or renewing its calls, or
+                    // with returns to callers outside (escapes, resolved as anywhere).
+                    loops = !matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN)
+                        && {
+                            let step = self.step_cache().result(transition);
+                            step.target == view.twin
+                                && (step.new_frames == 0 || step.renewal.is_some())
+                        };
+                }
+                self.step_cache_mut().set_counted_view_loops(state, loops);
+                loops
+            }
+        };
+        loops.then_some((view.twin, view.remaining))
     }
 }
 

@@ -110,17 +110,16 @@ pub(crate) struct TransitionSummary(u32);
 impl TransitionSummary {
     const PLAIN: u32 = 1 << 31;
     const VIABLE: u32 = 1 << 30;
+    const COUNTED: u32 = 1 << 29;
 
-    fn of(transition: &Transition) -> TransitionSummary {
+    fn of(transition: &Transition, target_counted: bool) -> TransitionSummary {
         let plain = transition.new_frames == 0 && transition.keeps_slots && transition.escapes == 0;
+        let flag = |set: bool, bit: u32| if set { bit } else { 0 };
         TransitionSummary(
             transition.target
-                | if plain { Self::PLAIN } else { 0 }
-                | if transition.target_viable {
-                    Self::VIABLE
-                } else {
-                    0
-                },
+                | flag(plain, Self::PLAIN)
+                | flag(transition.target_viable, Self::VIABLE)
+                | flag(target_counted, Self::COUNTED),
         )
     }
 
@@ -130,7 +129,12 @@ impl TransitionSummary {
     }
 
     pub(crate) fn target(self) -> StateId {
-        self.0 & !(Self::PLAIN | Self::VIABLE)
+        self.0 & !(Self::PLAIN | Self::VIABLE | Self::COUNTED)
+    }
+
+    /// The target has a [`CountedView`].
+    pub(crate) fn target_counted(self) -> bool {
+        self.0 & Self::COUNTED != 0
     }
 
     pub(crate) fn target_viable(self) -> bool {
@@ -335,6 +339,24 @@ pub(crate) struct FrontierGroup {
     pub(crate) nodes: Vec<u32>,
 }
 
+/// A state one of whose items sits in a copy of a bounded repetition of one ASCII class
+/// (JSON's `[ \t]{0,20}`, a number's `[0-9]{0,15}`), seen as the repetition's twin loop
+/// with a count (see `counted.rs`): a walk steps through the loop's one state, counting
+/// the class's bytes down from `remaining`, rather than learning one state per copy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CountedView {
+    /// The same state with that item moved to the twin loop.
+    pub(crate) twin: StateId,
+    /// How many more bytes of the class the copies take.
+    pub(crate) remaining: u32,
+    /// The class, as [`grail_vocab::byte_bit`] bits (ASCII only).
+    pub(crate) class: u128,
+    /// Whether every byte of the class is known to take `twin` back to itself along the
+    /// table (plain, renewing its calls or returning to callers outside: what the count
+    /// relies on); `None` until checked.
+    pub(crate) loops: Option<bool>,
+}
+
 /// Interned states and the transitions between them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StepCache {
@@ -351,6 +373,8 @@ pub(crate) struct StepCache {
     /// Per state, the ASCII bytes known to loop on it and known not to (see
     /// `Matcher::loops_on`).
     loops: Vec<LoopFacts>,
+    /// Per state, its view as a twin loop with a count, if it has one.
+    counted_views: Vec<Option<CountedView>>,
 }
 
 impl StepCache {
@@ -377,6 +401,7 @@ impl StepCache {
         });
         self.index.insert(key.into(), state);
         self.loops.push(LoopFacts::default());
+        self.counted_views.push(None);
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
         self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
@@ -388,7 +413,30 @@ impl StepCache {
                 bits &= bits - 1;
             }
         }
+        if let Some(twin) = crate::counted::counted_twin_of(graph, key, items) {
+            let state_twin = self.intern(graph, &twin.key, &twin.items, accepting);
+            if state_twin != NO_STATE {
+                self.counted_views[state as usize] = Some(CountedView {
+                    twin: state_twin,
+                    remaining: twin.remaining,
+                    class: twin.class,
+                    loops: None,
+                });
+            }
+        }
         state
+    }
+
+    /// The view of `state` as a twin loop with a count, if it has one.
+    pub(crate) fn counted_view(&self, state: StateId) -> Option<CountedView> {
+        self.counted_views[state as usize]
+    }
+
+    /// Records whether the bytes of `state`'s counted view loop on its twin.
+    pub(crate) fn set_counted_view_loops(&mut self, state: StateId, loops: bool) {
+        if let Some(view) = &mut self.counted_views[state as usize] {
+            view.loops = Some(loops);
+        }
     }
 
     /// The recorded transition from `state` on `byte`: a marker, or an index for
@@ -441,7 +489,12 @@ impl StepCache {
     /// Records a cacheable transition.
     pub(crate) fn record(&mut self, state: StateId, byte: u8, transition: Transition) {
         let index = self.results.len() as u32;
-        self.summaries.push(TransitionSummary::of(&transition));
+        let target_counted = self
+            .counted_views
+            .get(transition.target as usize)
+            .is_some_and(Option::is_some);
+        self.summaries
+            .push(TransitionSummary::of(&transition, target_counted));
         self.results.push(transition);
         self.set_for_class(state, byte, index);
     }

@@ -13,8 +13,9 @@ use crate::utf8::Partial;
 /// The buffers of one table walk (contents are meaningless between walks).
 #[derive(Debug, Default)]
 pub(crate) struct WalkBuffers {
-    /// The state, slot map and character begun after each depth of the current path.
-    pub(crate) path: Vec<(StateId, u32, Partial)>,
+    /// The state, slot map, character begun and count (bytes a bounded repetition's
+    /// twin loop still takes, or `UNCOUNTED`) after each depth of the current path.
+    pub(crate) path: Vec<(StateId, u32, Partial, u32)>,
     /// Frontier nodes: (state before, byte, slot map, position).
     pub(crate) frontier_nodes: Vec<(StateId, u8, u32, u32)>,
     /// Escape groups' keys: (returning, inside) slots of the walk's start.

@@ -429,6 +429,50 @@ proptest! {
     }
 }
 
+/// Strings of one to three units over `b`, `c`, `d`, `x`, plus runs of `b` and `c` up to
+/// 14 long, alone and between an `x` and a `d`: tokens that cross into a bounded
+/// repetition and run past its bound.
+fn long_runs_vocabulary() -> Arc<VocabularyIndex> {
+    let units: [&[u8]; 4] = [b"b", b"c", b"d", b"x"];
+    let mut tokens = strings_over(&units, 3);
+    for run in 4..=14 {
+        for unit in [b"b", b"c"] {
+            let body = unit.repeat(run);
+            for (before, after) in [(&b""[..], &b""[..]), (b"x", b""), (b"", b"d"), (b"x", b"d")] {
+                tokens.push([before, body.as_slice(), after].concat());
+            }
+        }
+        tokens.push([&b"x"[..], &b"bc".repeat(run / 2)].concat());
+    }
+    with_end_of_generation("long runs", tokens)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Walks that enter a bounded repetition from before it step through its twin loop
+    /// counting the bytes of its class (`CountedView`): tokens whose run is longer than
+    /// the copies are refused at the bound, what follows is still walked, and rule calls
+    /// predicted after the repetition (renewed at every byte) or returns from a rule
+    /// ending in it keep their frames.
+    #[test]
+    fn masks_equal_brute_force_where_walks_count_through_a_repetition(seed in any::<u64>(), which in 0usize..7) {
+        let grammars = [
+            "root ::= \"x\" [bc]{0,8} \"d\"",
+            "root ::= \"x\" [bc]{0,9} \"x\"?",
+            "root ::= ( \"x\" ws )* \"d\"\nws ::= [bc]{0,9}",
+            "root ::= \"x\" ws value\nvalue ::= \"d\" | \"x\" ws value\nws ::= [bc]{0,10}",
+            "root ::= \"x\" ( [bc]{0,8} \"d\" | [b]{0,12} \"x\" )",
+            "root ::= ( \"x\" [b]{2,10} )* \"d\"",
+            // JSON's shape: whitespace ending a recursive value, returning to an object.
+            "root ::= object\nobject ::= \"x\" ws ( value ( \"x\" ws value )* )? \"d\" ws\nvalue ::= object | \"c\" ws\nws ::= | \"b\" | \"c\" [b]{0,9}",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        check_walk_with(&grammar, seed, long_runs_vocabulary(), 10)?;
+    }
+}
+
 /// A JSON string character as converters write it: itself, a short escape, `\u` with four
 /// hex digits, or a surrogate pair.
 const JSON_CHAR: &str = r#"char ::= [^\x00-\x1F"\\\x7F] | "\\" (["/\\bfnrt] | "u" ([0-9A-CE-Fa-ce-f] [0-9A-Fa-f] [0-9A-Fa-f] [0-9A-Fa-f] | [Dd] [0-7] [0-9A-Fa-f] [0-9A-Fa-f]) | "u" [Dd] [8-9A-Ba-b] [0-9A-Fa-f] [0-9A-Fa-f] "\\u" [Dd] [C-Fc-f] [0-9A-Fa-f] [0-9A-Fa-f])"#;

@@ -6,7 +6,8 @@
 //!
 //! `cargo run --release -p grail-schema --example cold_masks -- SCHEMA.json VOCAB IDS.json [SECONDS]`
 //! (SCHEMA: a JSON Schema, or a grammar when the name ends in `.gbnf`; VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
-//! token ids). With `COLD_MASKS_STEP=N` in the environment only step N's mask is filled (the
+//! token ids). It also prints a digest of the first round's masks, to compare builds of
+//! the engine. With `COLD_MASKS_STEP=N` in the environment only step N's mask is filled (the
 //! tokens before it are accepted without masks), to profile that one step.
 
 use std::sync::Arc;
@@ -79,6 +80,8 @@ fn main() {
     });
     let mut mask = TokenBitmask::new(index.vocabulary().len());
     let mut step_times: Vec<Vec<f64>> = vec![Vec::new(); ids.len()];
+    // FNV-1a over the first round's mask words.
+    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let started = Instant::now();
     let mut rounds = 0;
     while rounds == 0 || started.elapsed() < Duration::from_secs(seconds) {
@@ -93,6 +96,11 @@ fn main() {
                 let begun = Instant::now();
                 matcher.fill_mask(&mut mask);
                 step_times[step].push(begun.elapsed().as_secs_f64() * 1e6);
+                if rounds == 0 {
+                    for &word in mask.words() {
+                        digest = (digest ^ u64::from(word)).wrapping_mul(0x0100_0000_01b3);
+                    }
+                }
                 if !mask.is_set(id) {
                     eprintln!("step {step}: token {id} is not in the mask");
                     std::process::exit(1);
@@ -118,7 +126,9 @@ fn main() {
         })
         .collect();
     medians.sort_by(|a, b| b.0.total_cmp(&a.0));
-    println!("{rounds} rounds; slowest steps (median µs over the rounds):");
+    println!(
+        "{rounds} rounds; masks digest {digest:016x}; slowest steps (median µs over the rounds):"
+    );
     for (median, step) in medians.iter().take(8) {
         println!("  step {step:4}: {median:8.1} µs");
     }
