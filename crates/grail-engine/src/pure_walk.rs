@@ -214,13 +214,24 @@ impl Matcher {
                                 (root_child..end).contains(&(position as usize))
                             })
                         };
-                        let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) = start
-                            .slice
-                            .exits()
-                            .iter()
-                            .filter(|&&position| !excepted(position))
-                            .map(|&position| TrieRange::with(trie, position as usize))
-                            .partition(|range| range.base_depth == 0 || start.looping == state);
+                        let exit_range = |exit: &grail_vocab::ExitNode| TrieRange {
+                            first: exit.position as usize,
+                            end: exit.end as usize,
+                            base_depth: exit.depth - 1,
+                        };
+                        let exits = start.slice.exits();
+                        let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) = if start.looping
+                            == state
+                            && start.excepted.is_empty()
+                        {
+                            (exits.iter().map(exit_range).collect(), Vec::new())
+                        } else {
+                            exits
+                                .iter()
+                                .filter(|exit| !excepted(exit.position))
+                                .map(exit_range)
+                                .partition(|range| range.base_depth == 0 || start.looping == state)
+                        };
                         first.extend(
                             start
                                 .excepted

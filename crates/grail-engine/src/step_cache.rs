@@ -51,6 +51,9 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 /// 16 MB at the cap.
 const MAX_STATES: usize = 16_384;
 
+/// States a step cache has room for from its first (see `StepCache::intern`).
+const INITIAL_STATES: usize = 64;
+
 /// Most bytes of remembered trie walks per matcher family.
 const MAX_WALK_BYTES: usize = 64 << 20;
 
@@ -391,6 +394,16 @@ impl StepCache {
         }
         if self.states.len() >= MAX_STATES {
             return NO_STATE;
+        }
+        if self.states.is_empty() {
+            // Room for the states a first mask or two learn, so the tables do not grow
+            // (copying themselves) state by state then.
+            self.states.reserve(INITIAL_STATES);
+            self.loops.reserve(INITIAL_STATES);
+            self.counted_views.reserve(INITIAL_STATES);
+            self.transitions.reserve(INITIAL_STATES * 256);
+            self.results.reserve(INITIAL_STATES * 2);
+            self.summaries.reserve(INITIAL_STATES * 2);
         }
         let state = self.states.len() as StateId;
         self.states.push(StateData {

@@ -40,7 +40,7 @@ pub use gguf::from_gguf;
 pub use hf::from_tokenizer_json;
 pub use index::VocabularyIndex;
 pub use json_units::{JsonUnits, MAX_JSON_UNITS};
-pub use loop_slice::{JSON_STRING_BODY_CLASS, LoopSlice, MAX_LOOP_SLICES};
+pub use loop_slice::{ExitNode, JSON_STRING_BODY_CLASS, LoopSlice, MAX_LOOP_SLICES};
 pub use trie::{TokenTrie, TrieNode, byte_bit};
 pub use vocabulary::{END_OF_GENERATION_TEXTS, TokenKind, Vocabulary};
 

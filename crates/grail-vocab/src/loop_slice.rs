@@ -40,7 +40,19 @@ const fn json_string_body_class() -> u128 {
 pub struct LoopSlice {
     class: u128,
     words: Box<[u32]>,
-    exits: Box<[u32]>,
+    exits: Box<[ExitNode]>,
+}
+
+/// An exit of a [`LoopSlice`]: a trie node, with what a walk of it and its subtree needs
+/// (so a walk of the exits reads them in order rather than the trie's nodes at random).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitNode {
+    /// The node's position in the trie's node array.
+    pub position: u32,
+    /// The position just past its subtree.
+    pub end: u32,
+    /// Its depth (its byte is the `depth`-th of its tokens).
+    pub depth: u32,
 }
 
 impl LoopSlice {
@@ -85,7 +97,11 @@ impl LoopSlice {
                 }
                 // Between characters, a byte outside the class: an exit.
                 _ if phase == 0 => {
-                    exits.push(position as u32);
+                    exits.push(ExitNode {
+                        position: position as u32,
+                        end: (position + node.subtree_len as usize) as u32,
+                        depth: node.depth,
+                    });
                     position += node.subtree_len as usize;
                 }
                 // Inside a character, a byte that breaks it: no valid text has these
@@ -110,15 +126,15 @@ impl LoopSlice {
         &self.words
     }
 
-    /// The exits (trie node positions, in trie order): each is walked with its own byte
-    /// from the looping state.
-    pub fn exits(&self) -> &[u32] {
+    /// The exits (in trie order): each is walked with its own byte from the looping
+    /// state.
+    pub fn exits(&self) -> &[ExitNode] {
         &self.exits
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.words.len() + self.exits.len()) * 4
+        self.words.len() * 4 + self.exits.len() * std::mem::size_of::<ExitNode>()
     }
 }
 
@@ -150,7 +166,11 @@ mod tests {
         for (position, node) in trie.nodes().iter().enumerate().skip(1) {
             path.truncate(node.depth as usize - 1);
             path.push(node.byte);
-            if slice.exits().contains(&(position as u32)) {
+            if slice
+                .exits()
+                .iter()
+                .any(|exit| exit.position == position as u32)
+            {
                 paths.push(path.clone());
             }
         }
