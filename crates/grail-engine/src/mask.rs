@@ -199,13 +199,21 @@ impl Matcher {
             words.len() * 32 >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
-        // Bounded repetitions take their masks from twin loops (`fill_mask_words`).
-        if !self.graph().counted.is_empty() {
-            return false;
-        }
+        // Cached under the key `fill_mask_words` caches it under: in a bounded repetition
+        // far from its bound, the twin loop's state; otherwise the current state.
+        let twin_items = match self.twin_plan(&index) {
+            Some(plan) if plan.too_long.is_none() => Some(plan.items),
+            _ => None,
+        };
         let (mut key, mut slots) = self.take_key_buffers();
-        let served =
-            self.state_key(&mut key, &mut slots, MAX_KEY_WORDS) && self.cached_mask(&key, words);
+        let described = match &twin_items {
+            Some(items) => {
+                let accepting = self.is_accepting();
+                self.state_key_of(items, accepting, &mut key, &mut slots, MAX_KEY_WORDS)
+            }
+            None => self.state_key(&mut key, &mut slots, MAX_KEY_WORDS),
+        };
+        let served = described && self.cached_mask(&key, words);
         self.give_back_key_buffers((key, slots));
         served
     }

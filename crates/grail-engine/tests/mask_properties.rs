@@ -275,11 +275,23 @@ fn a_mask_is_served_from_the_cache_only_once_computed() {
     matcher.fill_mask(&mut mask);
     assert!(matcher.fill_mask_words_if_cached(words.words_mut()));
     assert_eq!(words.words(), mask.words());
-    // Bounded repetitions take their masks elsewhere: never served from here.
-    let counted = compile(r#"root ::= [a-d]{2,40}"#);
-    let mut matcher = Matcher::with_vocabulary(&counted, index);
-    matcher.fill_mask(&mut mask);
-    assert!(!matcher.fill_mask_words_if_cached(words.words_mut()));
+    // In a bounded repetition, masks are cached under its twin loop's state: served from
+    // there once computed, far from the bound and near it.
+    let counted = compile(r#"root ::= "a" [a-d]{0,40} "x""#);
+    let mut matcher = Matcher::with_vocabulary(&counted, index.clone());
+    let a = (0..size as u32)
+        .find(|&id| index.vocabulary().text(id) == Some(&b"a"[..]))
+        .expect("a token `a`");
+    for _ in 0..41 {
+        matcher.accept_token(a).unwrap();
+        assert!(!matcher.fill_mask_words_if_cached(words.words_mut()) || {
+            matcher.fill_mask(&mut mask);
+            words.words() == mask.words()
+        });
+        matcher.fill_mask(&mut mask);
+        assert!(matcher.fill_mask_words_if_cached(words.words_mut()));
+        assert_eq!(words.words(), mask.words());
+    }
 }
 
 #[test]
