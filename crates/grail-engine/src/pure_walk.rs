@@ -667,13 +667,16 @@ impl Matcher {
                 };
                 // Bounded repetitions of one class (see `CountedView`): in the twin loop a
                 // byte of the class takes one more copy (none left: refused above);
-                // entering the copies enters the twin with the copies left as the count.
+                // entering the copies enters the twin with the copies left as the count
+                // (where enough tokens go on below to repay checking the twin once).
                 let (target, count) = if count != UNCOUNTED && target == parent {
                     (target, count - 1)
-                } else if plain.map_or_else(
-                    || self.step_cache().counted_view(target).is_some(),
-                    |summary| summary.target_counted(),
-                ) {
+                } else if node.subtree_len >= COUNTED_MIN_SUBTREE
+                    && plain.map_or_else(
+                        || self.step_cache().counted_view(target).is_some(),
+                        |summary| summary.target_counted(),
+                    )
+                {
                     learn_frames.clear();
                     learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
                     self.counted_walk_view(target, learn_frames)
@@ -709,6 +712,11 @@ impl Matcher {
         escape_nodes.sort_unstable();
     }
 }
+
+/// Subtrees at least this big are walked through a repetition's twin loop when they
+/// enter its copies (see [`crate::step_cache::CountedView`]); smaller ones, through the
+/// copies (a few states, where checking the twin would cost as much).
+const COUNTED_MIN_SUBTREE: u32 = 16;
 
 /// The count of a walk's path outside a bounded repetition's twin loop (see
 /// [`crate::step_cache::CountedView`]).

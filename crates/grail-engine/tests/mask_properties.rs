@@ -284,10 +284,12 @@ fn a_mask_is_served_from_the_cache_only_once_computed() {
         .expect("a token `a`");
     for _ in 0..41 {
         matcher.accept_token(a).unwrap();
-        assert!(!matcher.fill_mask_words_if_cached(words.words_mut()) || {
-            matcher.fill_mask(&mut mask);
-            words.words() == mask.words()
-        });
+        assert!(
+            !matcher.fill_mask_words_if_cached(words.words_mut()) || {
+                matcher.fill_mask(&mut mask);
+                words.words() == mask.words()
+            }
+        );
         matcher.fill_mask(&mut mask);
         assert!(matcher.fill_mask_words_if_cached(words.words_mut()));
         assert_eq!(words.words(), mask.words());
