@@ -399,6 +399,7 @@ impl StepCache {
             // Room for the states a first mask or two learn, so the tables do not grow
             // (copying themselves) state by state then.
             self.states.reserve(INITIAL_STATES);
+            self.index.reserve(INITIAL_STATES);
             self.loops.reserve(INITIAL_STATES);
             self.counted_views.reserve(INITIAL_STATES);
             self.transitions.reserve(INITIAL_STATES * 256);
