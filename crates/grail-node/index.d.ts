@@ -173,7 +173,11 @@ export declare class Grammar {
   toString(): string
 }
 
-/** A model's vocabulary (exact token bytes), for token masks. */
+/**
+ * A model's vocabulary (exact token bytes), for token masks. The first one loaded in a
+ * process makes `GRAIL_PREFAULT_MIB` MiB of heap resident (32 when unset, none with 0)
+ * and keeps freed memory resident, so the first masks do not page-fault.
+ */
 export declare class Vocabulary {
   private constructor()
   /** Reads `tokenizer.json`, a `.gguf` file or Grail's `vocab.json`. */

@@ -9,13 +9,40 @@
 //! resident first; docs/performance.md). Touching that much heap once at start-up and
 //! freeing it leaves it resident in the allocator, so the first masks reuse it.
 //! How much, if any, is the program's choice: it calls [`prefault_heap`] after loading a
-//! vocabulary (`grail bench`, `grail generate` and `grail serve` do, sized by the
-//! `GRAIL_PREFAULT_MIB` environment variable).
+//! vocabulary (`grail bench`, `grail generate` and `grail serve` do, and the Python and
+//! Node bindings at their first vocabulary, sized by the `GRAIL_PREFAULT_MIB` environment
+//! variable: [`prefault_bytes_setting`]). The memory must also stay resident once freed:
+//! mimalloc returns freed pages to the system after a second by default, so those
+//! programs turn that off (a Python process that loads the vocabulary, then llguidance's
+//! tokenizer, then asks for masks faulted 474 pages in its first json.gbnf document with
+//! Llama 3 without it, 28 with it; docs/performance.md).
 
 /// Bytes a program may make resident by default: 32 MiB (on the machine measured, 8 MiB
 /// did not help and 64 MiB did no better than 32). The `grail` binary uses it when
 /// `GRAIL_PREFAULT_MIB` is not set.
 pub const DEFAULT_PREFAULT_BYTES: usize = 32 << 20;
+
+/// The name of the environment variable programs read the amount from (whole MiB).
+pub const PREFAULT_ENV: &str = "GRAIL_PREFAULT_MIB";
+
+/// The most [`PREFAULT_ENV`] may ask for, in MiB.
+const MAX_PREFAULT_MIB: usize = 1 << 14;
+
+/// The bytes a setting of [`PREFAULT_ENV`] asks for: `None` (unset) is
+/// [`DEFAULT_PREFAULT_BYTES`], else a whole number of MiB from 0 to 16384; anything else is
+/// an error that says so. The library never reads the environment itself: programs pass
+/// what they read.
+pub fn prefault_bytes_setting(setting: Option<&str>) -> Result<usize, String> {
+    match setting {
+        None => Ok(DEFAULT_PREFAULT_BYTES),
+        Some(text) => match text.trim().parse::<usize>() {
+            Ok(mib) if mib <= MAX_PREFAULT_MIB => Ok(mib << 20),
+            _ => Err(format!(
+                "{PREFAULT_ENV} must be a whole number of MiB from 0 to {MAX_PREFAULT_MIB}, not `{text}`"
+            )),
+        },
+    }
+}
 
 /// Blocks of this size are allocated: small enough that the allocator keeps them in the
 /// pages it reuses for small objects once freed (one huge allocation would go back to the
@@ -51,5 +78,20 @@ mod tests {
         assert_eq!(prefault_heap(1), BLOCK_BYTES);
         assert_eq!(prefault_heap(BLOCK_BYTES * 3), BLOCK_BYTES * 3);
         assert_eq!(prefault_heap(BLOCK_BYTES * 3 + 1), BLOCK_BYTES * 4);
+    }
+
+    #[test]
+    fn the_setting_is_whole_mib_up_to_the_maximum() {
+        assert_eq!(prefault_bytes_setting(None), Ok(DEFAULT_PREFAULT_BYTES));
+        assert_eq!(prefault_bytes_setting(Some("0")), Ok(0));
+        assert_eq!(prefault_bytes_setting(Some(" 8 ")), Ok(8 << 20));
+        assert_eq!(prefault_bytes_setting(Some("16384")), Ok(16384 << 20));
+        for bad in ["16385", "-1", "1.5", "lots", ""] {
+            let error = prefault_bytes_setting(Some(bad)).unwrap_err();
+            assert!(
+                error.contains(PREFAULT_ENV) && error.contains(bad),
+                "{error}"
+            );
+        }
     }
 }

@@ -19,6 +19,7 @@ mod check;
 mod errors;
 mod grammar;
 mod matcher;
+mod prefault;
 mod rules;
 mod tools;
 mod vocabulary;

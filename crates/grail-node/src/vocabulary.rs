@@ -21,10 +21,12 @@ fn vocabulary_error(error: impl std::fmt::Display) -> napi::Error {
 }
 
 impl Vocabulary {
-    fn indexed(vocabulary: RustVocabulary) -> Vocabulary {
-        Vocabulary {
-            index: Arc::new(VocabularyIndex::new(vocabulary)),
-        }
+    /// Indexes `vocabulary` (and, the first time in the process, makes heap resident for
+    /// the masks to come: see `prefault.rs`).
+    fn indexed(vocabulary: RustVocabulary) -> napi::Result<Vocabulary> {
+        let index = Arc::new(VocabularyIndex::new(vocabulary));
+        crate::prefault::prefault_heap_once()?;
+        Ok(Vocabulary { index })
     }
 }
 
@@ -46,7 +48,7 @@ impl Vocabulary {
     #[napi(factory)]
     pub fn from_file(path: String) -> napi::Result<Vocabulary> {
         let vocabulary = grail_vocab::load(Path::new(&path)).map_err(vocabulary_error)?;
-        Ok(Vocabulary::indexed(vocabulary))
+        Vocabulary::indexed(vocabulary)
     }
 
     /// Reads the text of a `tokenizer.json`.
@@ -57,7 +59,7 @@ impl Vocabulary {
             .map_err(|error| vocabulary_error(format!("{name} is not JSON: {error}")))?;
         let vocabulary =
             grail_vocab::from_tokenizer_json(Path::new(&name), json).map_err(vocabulary_error)?;
-        Ok(Vocabulary::indexed(vocabulary))
+        Vocabulary::indexed(vocabulary)
     }
 
     /// A vocabulary from the tokens' text or bytes (token i is `tokens[i]`).
@@ -93,9 +95,7 @@ impl Vocabulary {
                 }
             }
         }
-        Ok(Vocabulary::indexed(RustVocabulary::new(
-            &name, tokens, kinds, ends, None,
-        )))
+        Vocabulary::indexed(RustVocabulary::new(&name, tokens, kinds, ends, None))
     }
 
     /// The number of tokens (the width of logits and masks).

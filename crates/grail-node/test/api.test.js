@@ -280,3 +280,17 @@ test('Vocabulary errors', () => {
   assert.throws(() => Vocabulary.fromFile('/nonexistent/tokenizer.json'))
   assert.throws(() => Vocabulary.fromTokens(['a'], { special: [4] }), /outside/)
 })
+
+test('a bad GRAIL_PREFAULT_MIB is refused by name, at every vocabulary', () => {
+  // It sizes the heap made resident at the first vocabulary (src/prefault.rs).
+  const before = process.env.GRAIL_PREFAULT_MIB
+  try {
+    process.env.GRAIL_PREFAULT_MIB = 'lots'
+    assert.throws(() => Vocabulary.fromTokens(['a']), /GRAIL_PREFAULT_MIB.*`lots`/)
+    process.env.GRAIL_PREFAULT_MIB = '0'
+    assert.equal(Vocabulary.fromTokens(['a', 'b']).size, 2)
+  } finally {
+    if (before === undefined) delete process.env.GRAIL_PREFAULT_MIB
+    else process.env.GRAIL_PREFAULT_MIB = before
+  }
+})

@@ -14,6 +14,7 @@ mod errors;
 mod grammar;
 mod json;
 mod matcher;
+mod prefault;
 mod tools;
 mod vocabulary;
 

@@ -130,3 +130,13 @@ def test_vocabulary_errors_and_fields(tiny_vocabulary, tmp_path):
     bad.write_text("{}")
     with pytest.raises(grail.VocabularyError):
         grail.Vocabulary.from_file(bad)
+
+
+def test_a_bad_prefault_setting_is_refused_by_name(monkeypatch):
+    # GRAIL_PREFAULT_MIB sizes the heap made resident at the first vocabulary (see
+    # prefault.rs); it is read at every load, so a bad value is refused even after that.
+    monkeypatch.setenv("GRAIL_PREFAULT_MIB", "lots")
+    with pytest.raises(ValueError, match="GRAIL_PREFAULT_MIB.*`lots`"):
+        grail.Vocabulary.from_tokens([b"a", b"b"])
+    monkeypatch.setenv("GRAIL_PREFAULT_MIB", "0")
+    assert grail.Vocabulary.from_tokens([b"a", b"b"]).size == 2
