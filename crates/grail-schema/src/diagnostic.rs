@@ -1,6 +1,7 @@
 //! Findings about a schema, as data: where (a JSON pointer and a keyword), what, and how
 //! to fix it.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// How serious a finding is.
@@ -93,6 +94,12 @@ impl fmt::Display for SchemaDiagnostic {
 }
 
 /// A reference token of a JSON pointer, with `~` and `/` escaped (RFC 6901).
-pub fn escape_pointer_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+/// Borrowed when there is nothing to escape (nearly always: schema keywords and property
+/// names), so building a pointer allocates once.
+pub fn escape_pointer_token(token: &str) -> Cow<'_, str> {
+    if token.contains(['~', '/']) {
+        Cow::Owned(token.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(token)
+    }
 }
