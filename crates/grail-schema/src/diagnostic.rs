@@ -103,3 +103,18 @@ pub fn escape_pointer_token(token: &str) -> Cow<'_, str> {
         Cow::Borrowed(token)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_tokens_escape_tilde_then_slash_and_borrow_otherwise() {
+        assert_eq!(escape_pointer_token("a~/b"), "a~0~1b");
+        assert_eq!(escape_pointer_token("~1"), "~01");
+        assert!(matches!(
+            escape_pointer_token("plain"),
+            Cow::Borrowed("plain")
+        ));
+    }
+}
