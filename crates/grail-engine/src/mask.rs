@@ -16,7 +16,7 @@ use std::sync::Arc;
 use grail_vocab::{TokenBitmask, VocabularyIndex, clear_from, ids_of, set_ids};
 
 use crate::compile::{CompiledGrammar, Node};
-use crate::counted::TooLong;
+use crate::counted::{TooLong, TwinPlan};
 use crate::error::AcceptError;
 use crate::mask_cache::MAX_KEY_WORDS;
 use crate::matcher::{Item, Matcher};
@@ -167,7 +167,7 @@ impl Matcher {
             return self.fill_twin_mask(&index, &plan.items, mask);
         };
         let (mut key, mut slots) = (Vec::new(), Vec::new());
-        let cacheable = self.state_key(&mut key, &mut slots, MAX_KEY_WORDS);
+        let cacheable = self.mask_cache_key(Some(&plan), &mut key, &mut slots);
         if cacheable && self.cached_mask(&key, mask) {
             return;
         }
@@ -199,23 +199,35 @@ impl Matcher {
             words.len() * 32 >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
-        // Cached under the key `fill_mask_words` caches it under: in a bounded repetition
-        // far from its bound, the twin loop's state; otherwise the current state.
-        let twin_items = match self.twin_plan(&index) {
-            Some(plan) if plan.too_long.is_none() => Some(plan.items),
-            _ => None,
-        };
+        let plan = self.twin_plan(&index);
         let (mut key, mut slots) = self.take_key_buffers();
-        let described = match &twin_items {
-            Some(items) => {
-                let accepting = self.is_accepting();
-                self.state_key_of(items, accepting, &mut key, &mut slots, MAX_KEY_WORDS)
-            }
-            None => self.state_key(&mut key, &mut slots, MAX_KEY_WORDS),
-        };
+        let described = self.mask_cache_key(plan.as_ref(), &mut key, &mut slots);
         let served = described && self.cached_mask(&key, words);
         self.give_back_key_buffers((key, slots));
         served
+    }
+
+    /// Writes into `key` the state the current mask is cached under, `plan` being the
+    /// current step's [`Matcher::twin_plan`]: in a bounded repetition far from its bound,
+    /// the twin loop's state (the items of `plan`); otherwise, near the bound too, the
+    /// current state. False when the state is not cacheable. `fill_mask_words` and
+    /// `fill_mask_words_if_cached` both key by it, so the second finds what the first cached.
+    fn mask_cache_key(
+        &mut self,
+        plan: Option<&TwinPlan>,
+        key: &mut Vec<u32>,
+        slots: &mut Vec<u32>,
+    ) -> bool {
+        match plan {
+            Some(TwinPlan {
+                items,
+                too_long: None,
+            }) => {
+                let accepting = self.is_accepting();
+                self.state_key_of(items, accepting, key, slots, MAX_KEY_WORDS)
+            }
+            _ => self.state_key(key, slots, MAX_KEY_WORDS),
+        }
     }
 
     /// The mask of a step holding `items` (the current ones moved to a twin loop, the
