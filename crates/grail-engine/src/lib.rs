@@ -48,6 +48,8 @@ pub use grail_vocab::{TokenBitmask, VocabularyIndex};
 pub use limits::EngineLimits;
 pub use matcher::Matcher;
 pub use next::{NextCharacters, NextRule};
-pub use prefault::{DEFAULT_PREFAULT_BYTES, PREFAULT_ENV, prefault_bytes_setting, prefault_heap};
+pub use prefault::{
+    DEFAULT_PREFAULT_BYTES, PREFAULT_ENV, prefault_bytes_setting, prefault_heap, prepare_heap,
+};
 pub use ranges::ScalarSet;
 pub use sample::{Sampler, Segment};

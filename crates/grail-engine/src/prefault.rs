@@ -44,6 +44,37 @@ pub fn prefault_bytes_setting(setting: Option<&str>) -> Result<usize, String> {
     }
 }
 
+/// What a program does before its first masks: makes the heap resident that `setting`
+/// (its `GRAIL_PREFAULT_MIB`, see [`prefault_bytes_setting`]) asks for and, when that is
+/// some and the program's environment does not set `MIMALLOC_PURGE_DELAY`
+/// (`purge_delay_set`), with the `mimalloc` feature, tells mimalloc to keep freed memory
+/// resident: by default it hands freed pages back to the system after a second, and the
+/// prefaulted memory (and what earlier grammars freed) would be faulted in again by the
+/// next masks. Returns the bytes made resident, or the setting's error.
+pub fn prepare_heap(setting: Option<&str>, purge_delay_set: bool) -> Result<usize, String> {
+    let bytes = prefault_bytes_setting(setting)?;
+    if bytes > 0 && !purge_delay_set {
+        keep_freed_memory();
+    }
+    Ok(prefault_heap(bytes))
+}
+
+/// mimalloc's `mi_option_purge_delay` (its `mi_option_e` in mimalloc.h, version 3; the
+/// `libmimalloc-sys` bindings name no constant for it).
+#[cfg(feature = "mimalloc")]
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Sets mimalloc's purge delay to never.
+#[cfg(feature = "mimalloc")]
+fn keep_freed_memory() {
+    // SAFETY: sets one option, which mimalloc reads on its purge paths; -1 is "never".
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+}
+
+/// Without mimalloc as the allocator there is nothing to tell.
+#[cfg(not(feature = "mimalloc"))]
+fn keep_freed_memory() {}
+
 /// Blocks of this size are allocated: small enough that the allocator keeps them in the
 /// pages it reuses for small objects once freed (one huge allocation would go back to the
 /// operating system when freed).
@@ -78,6 +109,20 @@ mod tests {
         assert_eq!(prefault_heap(1), BLOCK_BYTES);
         assert_eq!(prefault_heap(BLOCK_BYTES * 3), BLOCK_BYTES * 3);
         assert_eq!(prefault_heap(BLOCK_BYTES * 3 + 1), BLOCK_BYTES * 4);
+    }
+
+    /// The option number is mimalloc's purge delay: its default there is 1000 ms, a value
+    /// no neighbouring option has (a mimalloc update that renumbers options fails here).
+    #[cfg(feature = "mimalloc")]
+    #[test]
+    fn the_option_set_is_mimallocs_purge_delay() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            eprintln!("skipped: MIMALLOC_PURGE_DELAY is set in the environment");
+            return;
+        }
+        // SAFETY: reads one option.
+        let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        assert_eq!(delay, 1000);
     }
 
     #[test]

@@ -1,32 +1,23 @@
 //! Heap made resident once per process, when the first vocabulary is loaded, and kept, so
 //! that the first masks do not page-fault the memory they grow into (see
-//! `grail_engine::prefault_heap`): `GRAIL_PREFAULT_MIB` MiB, 32 when unset, none with `0`.
-//! The addon is the program here, so it reads the environment.
+//! `grail_engine::prepare_heap`): `GRAIL_PREFAULT_MIB` MiB, 32 when unset, none with `0`;
+//! freed memory stays resident unless `MIMALLOC_PURGE_DELAY` is set. The addon is the
+//! program here, so it reads the environment.
 
 use std::sync::Once;
 
-/// mimalloc's `mi_option_purge_delay` (its `mi_option_e` in mimalloc.h, version 3; the
-/// `libmimalloc-sys` bindings name no constant for it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+static PREPARED: Once = Once::new();
 
-static PREFAULTED: Once = Once::new();
-
-/// The first time it is called in this process: unless `GRAIL_PREFAULT_MIB` is 0 or
-/// `MIMALLOC_PURGE_DELAY` is set, tells mimalloc to keep freed memory resident (by default
-/// it returns it to the system after a second, and the next masks would fault it in
-/// again), then makes the heap resident. A bad `GRAIL_PREFAULT_MIB` is an error, every
-/// time.
+/// Prepares the heap the first time it is called in this process; a bad
+/// `GRAIL_PREFAULT_MIB` is an error, every time.
 pub(crate) fn prefault_heap_once() -> napi::Result<()> {
     let setting = std::env::var(grail_engine::PREFAULT_ENV).ok();
-    let bytes = grail_engine::prefault_bytes_setting(setting.as_deref())
+    grail_engine::prefault_bytes_setting(setting.as_deref())
         .map_err(|message| napi::Error::new(napi::Status::InvalidArg, message))?;
-    let keep = bytes > 0 && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none();
-    PREFAULTED.call_once(|| {
-        if keep {
-            // SAFETY: sets one option, read by mimalloc on its purge paths; -1 is "never".
-            unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-        }
-        grail_engine::prefault_heap(bytes);
+    let purge_delay_set = std::env::var_os("MIMALLOC_PURGE_DELAY").is_some();
+    PREPARED.call_once(|| {
+        // The setting was checked above.
+        let _ = grail_engine::prepare_heap(setting.as_deref(), purge_delay_set);
     });
     Ok(())
 }
