@@ -419,14 +419,14 @@ impl StepCache {
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
         self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
-        let row = self.transitions.len();
-        self.transitions.resize(row + 256, DEAD);
-        for (quarter, mut bits) in live.into_iter().enumerate() {
-            while bits != 0 {
-                self.transitions[row + quarter * 64 + bits.trailing_zeros() as usize] = UNKNOWN;
-                bits &= bits - 1;
+        // One branchless pass over the row (most states take most bytes: a loop over the
+        // live bits wrote them one by one, a third of the time of interning a state).
+        self.transitions.extend((0..256).map(|byte: usize| {
+            match live[byte >> 6] >> (byte & 63) & 1 {
+                1 => UNKNOWN,
+                _ => DEAD,
             }
-        }
+        }));
         if let Some(twin) = crate::counted::counted_twin_of(graph, key, items) {
             let state_twin = self.intern(graph, &twin.key, &twin.items, accepting);
             if state_twin != NO_STATE {
