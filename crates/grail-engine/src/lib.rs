@@ -50,6 +50,7 @@ pub use matcher::Matcher;
 pub use next::{NextCharacters, NextRule};
 pub use prefault::{
     DEFAULT_PREFAULT_BYTES, PREFAULT_ENV, prefault_bytes_setting, prefault_heap, prepare_heap,
+    prepare_heap_once,
 };
 pub use ranges::ScalarSet;
 pub use sample::{Sampler, Segment};

@@ -52,11 +52,27 @@ pub fn prefault_bytes_setting(setting: Option<&str>) -> Result<usize, String> {
 /// prefaulted memory (and what earlier grammars freed) would be faulted in again by the
 /// next masks. Returns the bytes made resident, or the setting's error.
 pub fn prepare_heap(setting: Option<&str>, purge_delay_set: bool) -> Result<usize, String> {
+    Ok(prepare(prefault_bytes_setting(setting)?, purge_delay_set))
+}
+
+/// [`prepare_heap`] once per process, for programs that may get there many times (the
+/// bindings, at every vocabulary): the setting is checked at every call, its error
+/// returned every time; the heap is prepared at the first call whose setting is valid.
+pub fn prepare_heap_once(setting: Option<&str>, purge_delay_set: bool) -> Result<(), String> {
+    static PREPARED: std::sync::Once = std::sync::Once::new();
     let bytes = prefault_bytes_setting(setting)?;
+    PREPARED.call_once(|| {
+        prepare(bytes, purge_delay_set);
+    });
+    Ok(())
+}
+
+/// Keeps freed memory (see [`prepare_heap`]) and makes `bytes` of heap resident.
+fn prepare(bytes: usize, purge_delay_set: bool) -> usize {
     if bytes > 0 && !purge_delay_set {
         keep_freed_memory();
     }
-    Ok(prefault_heap(bytes))
+    prefault_heap(bytes)
 }
 
 /// mimalloc's `mi_option_purge_delay` (its `mi_option_e` in mimalloc.h, version 3; the
@@ -123,6 +139,13 @@ mod tests {
         // SAFETY: reads one option.
         let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
         assert_eq!(delay, 1000);
+    }
+
+    #[test]
+    fn prepared_once_but_a_bad_setting_is_refused_at_every_call() {
+        assert!(prepare_heap_once(Some("lots"), true).is_err());
+        assert_eq!(prepare_heap_once(Some("0"), true), Ok(()));
+        assert!(prepare_heap_once(Some("lots"), true).is_err());
     }
 
     #[test]

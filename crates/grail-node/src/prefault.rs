@@ -4,20 +4,11 @@
 //! freed memory stays resident unless `MIMALLOC_PURGE_DELAY` is set. The addon is the
 //! program here, so it reads the environment.
 
-use std::sync::Once;
-
-static PREPARED: Once = Once::new();
-
 /// Prepares the heap the first time it is called in this process; a bad
 /// `GRAIL_PREFAULT_MIB` is an error, every time.
 pub(crate) fn prefault_heap_once() -> napi::Result<()> {
     let setting = std::env::var(grail_engine::PREFAULT_ENV).ok();
-    grail_engine::prefault_bytes_setting(setting.as_deref())
-        .map_err(|message| napi::Error::new(napi::Status::InvalidArg, message))?;
     let purge_delay_set = std::env::var_os("MIMALLOC_PURGE_DELAY").is_some();
-    PREPARED.call_once(|| {
-        // The setting was checked above.
-        let _ = grail_engine::prepare_heap(setting.as_deref(), purge_delay_set);
-    });
-    Ok(())
+    grail_engine::prepare_heap_once(setting.as_deref(), purge_delay_set)
+        .map_err(|message| napi::Error::new(napi::Status::InvalidArg, message))
 }

@@ -5,24 +5,14 @@
 //! a vocabulary, then its model, then asks for masks would otherwise fault it all in
 //! again). The binding is the program here, so it reads the environment.
 
-use std::sync::Once;
-
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-
-static PREPARED: Once = Once::new();
 
 /// Prepares the heap the first time it is called in this process; a bad
 /// `GRAIL_PREFAULT_MIB` is a `ValueError`, every time.
 pub(crate) fn prefault_heap_once(py: Python<'_>) -> PyResult<()> {
     let setting = std::env::var(grail_engine::PREFAULT_ENV).ok();
-    grail_engine::prefault_bytes_setting(setting.as_deref()).map_err(PyValueError::new_err)?;
     let purge_delay_set = std::env::var_os("MIMALLOC_PURGE_DELAY").is_some();
-    py.detach(|| {
-        PREPARED.call_once(|| {
-            // The setting was checked above.
-            let _ = grail_engine::prepare_heap(setting.as_deref(), purge_delay_set);
-        })
-    });
-    Ok(())
+    py.detach(|| grail_engine::prepare_heap_once(setting.as_deref(), purge_delay_set))
+        .map_err(PyValueError::new_err)
 }
