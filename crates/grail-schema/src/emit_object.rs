@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use grail_grammar::{Expr, RuleId};
 
 use crate::char_automaton::{AutomatonError, CharDfa};
-use crate::convert::Converter;
+use crate::convert::{Converter, joined};
 use crate::diagnostic::{SchemaDiagnostic, Severity};
 use crate::emit_string::{excluding, excluding_llama};
 use crate::json_text::{encoded_text, is_written_as_itself};
@@ -207,7 +207,7 @@ impl Converter<'_> {
             let value_name = if name == "root" {
                 property.clone()
             } else {
-                format!("{name}-{property}")
+                joined(&[name, "-", &property])
             };
             let value = self.emit_nested(&shape, &value_name);
             let pair = Expr::sequence([
@@ -217,7 +217,7 @@ impl Converter<'_> {
                 space.clone(),
                 value,
             ]);
-            let pair = self.wrap_rule(pair, format!("{value_name}-kv"));
+            let pair = self.wrap_rule(pair, joined(&[&value_name, "-kv"]));
             slots.push(Slot {
                 pair,
                 required,
@@ -285,7 +285,7 @@ impl Converter<'_> {
                 }
             };
             let pair = Expr::sequence([key, self.key_separator(), space, value]);
-            return Some(Some(self.wrap_rule(pair, format!("{value_name}-kv"))));
+            return Some(Some(self.wrap_rule(pair, joined(&[&value_name, "-kv"]))));
         }
         // With key rules: one kind of key per set of rules covering it.
         let names = keys[0].names.clone();
@@ -375,7 +375,7 @@ impl Converter<'_> {
         Some(match choices.len() {
             0 => None,
             1 => choices.pop(),
-            _ => Some(self.wrap_rule(Expr::Choice(choices), format!("{value_name}-kv"))),
+            _ => Some(self.wrap_rule(Expr::Choice(choices), joined(&[&value_name, "-kv"]))),
         })
     }
 
@@ -495,7 +495,11 @@ impl Converter<'_> {
                 ),
             ));
         }
-        let mut memo: HashMap<(usize, u64, u32), RuleId> = HashMap::default();
+        let mut memo = RestMemo {
+            rules: HashMap::default(),
+            paths_into: paths_into(layout, cap),
+            inline_depth: 0,
+        };
         self.rest(layout, (0, 0, 0), cap, name, &mut memo)
     }
 
@@ -531,7 +535,7 @@ impl Converter<'_> {
         }
         // Declare first, so that paths back to this state (additional properties) find it.
         let rule = (state != (0, 0)).then(|| {
-            let rule = self.declare(format!("{name}-rest"));
+            let rule = self.declare(joined(&[name, "-rest"]));
             memo.insert(state, rule);
             rule
         });
@@ -586,10 +590,10 @@ impl Converter<'_> {
     fn rest(
         &mut self,
         layout: &Layout,
-        state: (usize, u64, u32),
+        state: RestState,
         cap: u64,
         name: &str,
-        memo: &mut HashMap<(usize, u64, u32), RuleId>,
+        memo: &mut RestMemo,
     ) -> Expr {
         // One level per slot: objects of thousands of properties recurse deeply.
         grail_syntax::stack::deep(|| self.rest_in(layout, state, cap, name, memo))
@@ -598,14 +602,49 @@ impl Converter<'_> {
     fn rest_in(
         &mut self,
         layout: &Layout,
-        state: (usize, u64, u32),
+        state: RestState,
         cap: u64,
         name: &str,
-        memo: &mut HashMap<(usize, u64, u32), RuleId>,
+        memo: &mut RestMemo,
     ) -> Expr {
-        if let Some(&rule) = memo.get(&state) {
+        if let Some(&rule) = memo.rules.get(&state) {
             return Expr::Rule(rule);
         }
+        // A state reached by one path is written inline where that path writes it (the
+        // start of the body among them), unless it would nest too deep; a state several
+        // paths reach is a rule they share.
+        let shared = memo.paths_into.get(&state).is_some_and(|&paths| paths > 1);
+        let inline = state == (0, 0, 0) || (!shared && memo.inline_depth < MAX_INLINE_DEPTH);
+        let outer_depth = memo.inline_depth;
+        memo.inline_depth = if inline { outer_depth + 1 } else { 0 };
+        let expr = self.rest_expr(layout, state, cap, name, memo);
+        memo.inline_depth = outer_depth;
+        // An end with nothing left to write, or a dead end, needs no rule (`x-rest ::=
+        // ""` would only add a name).
+        let trivial = match &expr {
+            Expr::Empty => true,
+            Expr::Choice(choices) => choices.is_empty(),
+            _ => false,
+        };
+        if inline || trivial {
+            return expr;
+        }
+        let rule = self.declare(joined(&[name, "-rest"]));
+        self.builder.define(rule, expr).expect("new rule");
+        memo.rules.insert(state, rule);
+        Expr::Rule(rule)
+    }
+
+    /// The grammar of what may follow in `state` (see [`Converter::rest`]), its
+    /// continuations as rules or inline.
+    fn rest_expr(
+        &mut self,
+        layout: &Layout,
+        state: RestState,
+        cap: u64,
+        name: &str,
+        memo: &mut RestMemo,
+    ) -> Expr {
         let (slot, count, bits) = state;
         let space = self.space();
         let separator = |count: u64| {
@@ -619,7 +658,7 @@ impl Converter<'_> {
         let within = |written: u64| {
             conditions_hold && written >= layout.min && layout.max.is_none_or(|max| written <= max)
         };
-        let expr = if slot == layout.slots.len() {
+        if slot == layout.slots.len() {
             // Only additional properties remain.
             match &layout.additional {
                 _ if !conditions_hold => Expr::Choice(Vec::new()),
@@ -659,28 +698,74 @@ impl Converter<'_> {
             }
             let next_count = (count + 1).min(cap);
             let next_bits = bits | this.tracked.map_or(0, |bit| 1 << bit);
-            let written = Expr::sequence([
-                separator(count),
-                this.pair.clone(),
-                self.rest(layout, (slot + 1, next_count, next_bits), cap, name, memo),
-            ]);
+            let mut written = vec![separator(count), this.pair.clone()];
+            // A continuation written inline as a sequence joins this one (required
+            // properties in a row make one flat sequence, however many).
+            match self.rest(layout, (slot + 1, next_count, next_bits), cap, name, memo) {
+                Expr::Sequence(items) => written.extend(items),
+                then => written.push(then),
+            }
+            let written = Expr::Sequence(written);
             if this.required {
                 written
             } else {
                 let skipped = self.rest(layout, (slot + 1, count, bits), cap, name, memo);
                 Expr::choice([written, skipped])
             }
-        };
-        // The start of the body stays inline; every other state is a rule, shared by the
-        // paths that reach it.
-        if state == (0, 0, 0) {
-            return expr;
         }
-        let rule = self.declare(format!("{name}-rest"));
-        self.builder.define(rule, expr).expect("new rule");
-        memo.insert(state, rule);
-        Expr::Rule(rule)
     }
+}
+
+/// A state of [`Converter::rest`]: (the next slot, the properties written so far capped at
+/// the cap, the tracked names written so far as bits).
+type RestState = (usize, u64, u32);
+
+/// The rules of the states of one object body written so far, and how many paths lead into
+/// each state.
+struct RestMemo {
+    rules: HashMap<RestState, RuleId>,
+    paths_into: HashMap<RestState, u32>,
+    /// How many states are written inline around the one at hand (optional properties
+    /// in a row nest one choice per property).
+    inline_depth: u32,
+}
+
+/// The most states written inline inside one another before one becomes a rule (keeps
+/// the expressions of objects with thousands of optional properties shallow).
+const MAX_INLINE_DEPTH: u32 = 16;
+
+/// How many transitions of [`Converter::rest`]'s state graph lead into each state reached
+/// from the start (the same transitions `rest_in` writes: a slot written, or an optional
+/// slot skipped).
+fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
+    let mut paths: HashMap<RestState, u32> = HashMap::default();
+    let mut pending: Vec<RestState> = vec![(0, 0, 0)];
+    while let Some((slot, count, bits)) = pending.pop() {
+        if slot == layout.slots.len() || layout.max.is_some_and(|max| count > max) {
+            continue;
+        }
+        let this = &layout.slots[slot];
+        let written = (
+            slot + 1,
+            (count + 1).min(cap),
+            bits | this.tracked.map_or(0, |bit| 1 << bit),
+        );
+        let skipped = (slot + 1, count, bits);
+        let targets = if this.required {
+            &[written][..]
+        } else {
+            &[written, skipped][..]
+        };
+        for &target in targets {
+            let seen = paths.entry(target).or_insert(0);
+            *seen += 1;
+            // A state's own transitions are followed once, when it is first reached.
+            if *seen == 1 {
+                pending.push(target);
+            }
+        }
+    }
+    paths
 }
 
 /// `"name"` as written in JSON (canonical form).
