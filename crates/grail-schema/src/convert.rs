@@ -174,6 +174,16 @@ impl<'s> Converter<'s> {
     }
 }
 
+/// `parts` written one after another, in one allocation of the right size (cheaper than
+/// `format!` for the pointers and rule names the converter makes per schema).
+pub(crate) fn joined(parts: &[&str]) -> String {
+    let mut text = String::with_capacity(parts.iter().map(|part| part.len()).sum());
+    for part in parts {
+        text.push_str(part);
+    }
+    text
+}
+
 /// A readable rule name for the schema at `pointer`: its last property names, `item`,
 /// or definition name.
 pub(crate) fn rule_name(pointer: &str) -> String {

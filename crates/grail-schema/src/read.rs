@@ -8,7 +8,7 @@
 use crate::keywords::Keywords;
 use serde_json::{Map, Value};
 
-use crate::convert::Converter;
+use crate::convert::{Converter, joined};
 use crate::diagnostic::escape_pointer_token;
 use crate::numeric::{Bound, Decimal};
 use crate::shape::{Contains, KeyRule, KeySet, Located, Presence, Shape, Typed, Types};
@@ -19,6 +19,31 @@ impl Converter<'_> {
         if let Some(shape) = self.shapes.get(pointer) {
             return shape.clone();
         }
+        if let Some(refused) = self.refuse_to_read(pointer) {
+            return refused;
+        }
+        let Some(value) = crate::resolve::lookup(self.root, pointer) else {
+            self.error("ref-unresolved", pointer, None, "no schema here");
+            return Shape::Never;
+        };
+        self.read_new(pointer.to_string(), value)
+    }
+
+    /// [`Converter::read`] of a schema the caller holds (`value`, the schema at
+    /// `pointer`): no lookup from the root.
+    fn read_at(&mut self, pointer: String, value: &Value) -> Shape {
+        if let Some(shape) = self.shapes.get(&pointer) {
+            return shape.clone();
+        }
+        if let Some(refused) = self.refuse_to_read(&pointer) {
+            return refused;
+        }
+        self.read_new(pointer, value)
+    }
+
+    /// `Never`, with an error, when the schema at `pointer` is being read already (a
+    /// `$ref` cycle) or nests too deep.
+    fn refuse_to_read(&mut self, pointer: &str) -> Option<Shape> {
         if self.reading.iter().any(|open| open == pointer) {
             self.error(
                 "ref-cycle",
@@ -26,7 +51,7 @@ impl Converter<'_> {
                 Some("$ref"),
                 "this schema refers to itself through `$ref` without any constraint in between, so it allows nothing definite",
             );
-            return Shape::Never;
+            return Some(Shape::Never);
         }
         if self.depth >= self.options.limits.max_depth {
             self.error(
@@ -38,18 +63,19 @@ impl Converter<'_> {
                     self.options.limits.max_depth
                 ),
             );
-            return Shape::Never;
+            return Some(Shape::Never);
         }
-        let Some(value) = crate::resolve::lookup(self.root, pointer) else {
-            self.error("ref-unresolved", pointer, None, "no schema here");
-            return Shape::Never;
-        };
-        self.reading.push(pointer.to_string());
+        None
+    }
+
+    /// Reads `value`, the schema at `pointer`, not read yet, and remembers its shape.
+    fn read_new(&mut self, pointer: String, value: &Value) -> Shape {
+        self.reading.push(pointer.clone());
         self.depth += 1;
-        let shape = grail_syntax::stack::deep(|| self.read_value(pointer, value));
+        let shape = grail_syntax::stack::deep(|| self.read_value(&pointer, value));
         self.depth -= 1;
         self.reading.pop();
-        self.shapes.insert(pointer.to_string(), shape.clone());
+        self.shapes.insert(pointer, shape.clone());
         shape
     }
 
@@ -83,7 +109,7 @@ impl Converter<'_> {
         if object.is_empty() {
             return self.empty_schema();
         }
-        let child = |keyword: &str| format!("{pointer}/{}", escape_pointer_token(keyword));
+        let child = |keyword: &str| joined(&[pointer, "/", &escape_pointer_token(keyword)]);
         let mut parts: Vec<Shape> = Vec::new();
         if let Some(reference) = object.keyword("$ref") {
             match reference.as_str() {
@@ -130,10 +156,21 @@ impl Converter<'_> {
         } else if self.options.llama_dialect() {
             typed.types = inferred_types(object);
         }
-        self.read_number_keywords(pointer, object, &mut typed);
-        self.read_string_keywords(pointer, object, &mut typed);
-        self.read_array_keywords(pointer, object, &mut typed);
-        self.read_object_keywords(pointer, object, &mut typed);
+        // Each group is read only when the object has one of its keywords (most schema
+        // objects have a few keywords of one type, and each lookup scans the object).
+        let groups = KeywordGroups::of(object);
+        if groups.number {
+            self.read_number_keywords(pointer, object, &mut typed);
+        }
+        if groups.string {
+            self.read_string_keywords(pointer, object, &mut typed);
+        }
+        if groups.array {
+            self.read_array_keywords(pointer, object, &mut typed);
+        }
+        if groups.object {
+            self.read_object_keywords(pointer, object, &mut typed);
+        }
         // Keywords that constrain nothing add nothing to intersect.
         if !(typed.types.has(Types::ALL) && typed.is_unconstrained()) {
             parts.push(Shape::typed(typed));
@@ -178,8 +215,12 @@ impl Converter<'_> {
                 );
                 continue;
             };
-            let branches: Vec<Shape> = (0..list.len())
-                .map(|position| self.read(&format!("{}/{position}", child(keyword))))
+            let branches: Vec<Shape> = list
+                .iter()
+                .enumerate()
+                .map(|(position, branch)| {
+                    self.read_at(format!("{}/{position}", child(keyword)), branch)
+                })
                 .collect();
             match combine {
                 0 => parts.extend(branches),
@@ -494,7 +535,7 @@ impl Converter<'_> {
         object: &Map<String, Value>,
         typed: &mut Typed,
     ) {
-        let child = |keyword: &str| format!("{pointer}/{keyword}");
+        let child = |keyword: &str| joined(&[pointer, "/", keyword]);
         let array = &mut typed.array;
         let mut exact_tuple = false;
         match object.keyword("prefixItems") {
@@ -534,7 +575,7 @@ impl Converter<'_> {
                     exact_tuple = self.options.llama_dialect();
                 }
             }
-            Some(_) => array.items = self.read(&child("items")),
+            Some(items) => array.items = self.read_at(child("items"), items),
         }
         if exact_tuple {
             array.items = Shape::Never;
@@ -574,11 +615,11 @@ impl Converter<'_> {
         if let Some(properties) = object.keyword("properties") {
             match properties {
                 Value::Object(properties) => {
-                    for name in properties.keys() {
-                        let shape = self.read(&format!(
-                            "{pointer}/properties/{}",
-                            escape_pointer_token(name)
-                        ));
+                    for (name, schema) in properties {
+                        let shape = self.read_at(
+                            joined(&[pointer, "/properties/", &escape_pointer_token(name)]),
+                            schema,
+                        );
                         typed.object.properties.push((name.clone(), shape));
                     }
                 }
@@ -707,6 +748,49 @@ impl Converter<'_> {
 
 /// The tighter of two bounds (the greater lower bound, or the smaller upper bound; an
 /// exclusive bound is tighter than an inclusive one at the same value).
+/// Which groups of type-specific keywords a schema object has, found in one pass over its
+/// keys. Each list is every keyword its `read_…_keywords` function reads (keep them
+/// together: a keyword missing here would be ignored when it is its group's only one);
+/// without any of them the function leaves `Typed`'s defaults as they are.
+struct KeywordGroups {
+    number: bool,
+    string: bool,
+    array: bool,
+    object: bool,
+}
+
+impl KeywordGroups {
+    fn of(object: &Map<String, Value>) -> KeywordGroups {
+        let mut groups = KeywordGroups {
+            number: false,
+            string: false,
+            array: false,
+            object: false,
+        };
+        for key in object.keys() {
+            match key.as_str() {
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
+                    groups.number = true
+                }
+                "minLength" | "maxLength" | "pattern" | "format" => groups.string = true,
+                "prefixItems" | "items" | "additionalItems" | "minItems" | "maxItems"
+                | "contains" | "minContains" | "maxContains" | "uniqueItems" => groups.array = true,
+                "properties"
+                | "required"
+                | "additionalProperties"
+                | "patternProperties"
+                | "propertyNames"
+                | "minProperties"
+                | "maxProperties"
+                | "dependentRequired"
+                | "dependencies" => groups.object = true,
+                _ => {}
+            }
+        }
+        groups
+    }
+}
+
 pub(crate) fn tighter(
     current: Option<Located<Bound>>,
     new: Located<Bound>,
