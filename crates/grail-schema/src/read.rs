@@ -746,8 +746,6 @@ impl Converter<'_> {
     }
 }
 
-/// The tighter of two bounds (the greater lower bound, or the smaller upper bound; an
-/// exclusive bound is tighter than an inclusive one at the same value).
 /// Which groups of type-specific keywords a schema object has, found in one pass over its
 /// keys. Each list is every keyword its `read_…_keywords` function reads (keep them
 /// together: a keyword missing here would be ignored when it is its group's only one);
@@ -791,6 +789,8 @@ impl KeywordGroups {
     }
 }
 
+/// The tighter of two bounds (the greater lower bound, or the smaller upper bound; an
+/// exclusive bound is tighter than an inclusive one at the same value).
 pub(crate) fn tighter(
     current: Option<Located<Bound>>,
     new: Located<Bound>,
