@@ -586,20 +586,10 @@ impl Converter<'_> {
     }
 
     /// What may follow in `state` = (the next slot, the properties written so far capped at
-    /// `cap`, the tracked names written so far as bits).
+    /// `cap`, the tracked names written so far as bits): a rule when several paths reach
+    /// the state, else written inline where its one path writes it (the start of the body
+    /// among them), unless it would nest too deep.
     fn rest(
-        &mut self,
-        layout: &Layout,
-        state: RestState,
-        cap: u64,
-        name: &str,
-        memo: &mut RestMemo,
-    ) -> Expr {
-        // One level per slot: objects of thousands of properties recurse deeply.
-        grail_syntax::stack::deep(|| self.rest_in(layout, state, cap, name, memo))
-    }
-
-    fn rest_in(
         &mut self,
         layout: &Layout,
         state: RestState,
@@ -610,14 +600,12 @@ impl Converter<'_> {
         if let Some(&rule) = memo.rules.get(&state) {
             return Expr::Rule(rule);
         }
-        // A state reached by one path is written inline where that path writes it (the
-        // start of the body among them), unless it would nest too deep; a state several
-        // paths reach is a rule they share.
         let shared = memo.paths_into.get(&state).is_some_and(|&paths| paths > 1);
         let inline = state == (0, 0, 0) || (!shared && memo.inline_depth < MAX_INLINE_DEPTH);
         let outer_depth = memo.inline_depth;
         memo.inline_depth = if inline { outer_depth + 1 } else { 0 };
-        let expr = self.rest_expr(layout, state, cap, name, memo);
+        // One level per slot: objects of thousands of properties recurse deeply.
+        let expr = grail_syntax::stack::deep(|| self.rest_expr(layout, state, cap, name, memo));
         memo.inline_depth = outer_depth;
         // An end with nothing left to write, or a dead end, needs no rule (`x-rest ::=
         // ""` would only add a name).
@@ -692,25 +680,23 @@ impl Converter<'_> {
                 }
             }
         } else {
-            let this = &layout.slots[slot];
-            if layout.max.is_some_and(|max| count > max) {
+            let Some((after_written, after_skipped)) = slot_moves(layout, state, cap) else {
                 return Expr::Choice(Vec::new());
-            }
-            let next_count = (count + 1).min(cap);
-            let next_bits = bits | this.tracked.map_or(0, |bit| 1 << bit);
-            let mut written = vec![separator(count), this.pair.clone()];
+            };
+            let mut written = vec![separator(count), layout.slots[slot].pair.clone()];
             // A continuation written inline as a sequence joins this one (required
             // properties in a row make one flat sequence, however many).
-            match self.rest(layout, (slot + 1, next_count, next_bits), cap, name, memo) {
+            match self.rest(layout, after_written, cap, name, memo) {
                 Expr::Sequence(items) => written.extend(items),
                 then => written.push(then),
             }
             let written = Expr::Sequence(written);
-            if this.required {
-                written
-            } else {
-                let skipped = self.rest(layout, (slot + 1, count, bits), cap, name, memo);
-                Expr::choice([written, skipped])
+            match after_skipped {
+                None => written,
+                Some(after_skipped) => {
+                    let skipped = self.rest(layout, after_skipped, cap, name, memo);
+                    Expr::choice([written, skipped])
+                }
             }
         }
     }
@@ -734,32 +720,39 @@ struct RestMemo {
 /// the expressions of objects with thousands of optional properties shallow).
 const MAX_INLINE_DEPTH: u32 = 16;
 
-/// How many transitions of [`Converter::rest`]'s state graph lead into each state reached
-/// from the start (the same transitions `rest_in` writes: a slot written, or an optional
-/// slot skipped).
+/// The states a slot state moves to: (after writing its slot, after skipping it when it is
+/// optional); `None` at the end of the slots or past the maximum count.
+fn slot_moves(
+    layout: &Layout,
+    (slot, count, bits): RestState,
+    cap: u64,
+) -> Option<(RestState, Option<RestState>)> {
+    if slot == layout.slots.len() || layout.max.is_some_and(|max| count > max) {
+        return None;
+    }
+    let this = &layout.slots[slot];
+    let written = (
+        slot + 1,
+        (count + 1).min(cap),
+        bits | this.tracked.map_or(0, |bit| 1 << bit),
+    );
+    let skipped = (!this.required).then_some((slot + 1, count, bits));
+    Some((written, skipped))
+}
+
+/// How many moves of [`Converter::rest`]'s state graph ([`slot_moves`]) lead into each
+/// state reached from the start.
 fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
     let mut paths: HashMap<RestState, u32> = HashMap::default();
     let mut pending: Vec<RestState> = vec![(0, 0, 0)];
-    while let Some((slot, count, bits)) = pending.pop() {
-        if slot == layout.slots.len() || layout.max.is_some_and(|max| count > max) {
+    while let Some(state) = pending.pop() {
+        let Some((written, skipped)) = slot_moves(layout, state, cap) else {
             continue;
-        }
-        let this = &layout.slots[slot];
-        let written = (
-            slot + 1,
-            (count + 1).min(cap),
-            bits | this.tracked.map_or(0, |bit| 1 << bit),
-        );
-        let skipped = (slot + 1, count, bits);
-        let targets = if this.required {
-            &[written][..]
-        } else {
-            &[written, skipped][..]
         };
-        for &target in targets {
+        for target in std::iter::once(written).chain(skipped) {
             let seen = paths.entry(target).or_insert(0);
             *seen += 1;
-            // A state's own transitions are followed once, when it is first reached.
+            // A state's own moves are followed once, when it is first reached.
             if *seen == 1 {
                 pending.push(target);
             }
