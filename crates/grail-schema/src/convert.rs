@@ -7,14 +7,15 @@ use grail_grammar::{GrammarBuilder, RuleId};
 use serde_json::Value;
 
 use crate::diagnostic::{SchemaDiagnostic, Severity};
+use crate::document::Document;
 use crate::options::{Mode, SchemaOptions};
 use crate::resolve::ResourceIndex;
 use crate::shape::Shape;
 
 /// One conversion of one schema document.
 pub(crate) struct Converter<'s> {
-    /// The whole document.
-    pub root: &'s Value,
+    /// The whole document, with what is mounted in it.
+    pub document: Document<'s>,
     /// Its identifiers and anchors.
     pub index: ResourceIndex,
     /// The options.
@@ -66,9 +67,10 @@ pub(crate) struct Converter<'s> {
 }
 
 impl<'s> Converter<'s> {
-    /// A converter for `root`.
-    pub fn new(root: &'s Value, options: &'s SchemaOptions) -> Converter<'s> {
-        let legacy_ref = root
+    /// A converter for `document`.
+    pub fn new(document: Document<'s>, options: &'s SchemaOptions) -> Converter<'s> {
+        let legacy_ref = document
+            .root
             .get("$schema")
             .and_then(Value::as_str)
             .is_some_and(|uri| {
@@ -77,8 +79,8 @@ impl<'s> Converter<'s> {
                     .any(|draft| uri.contains(draft))
             });
         Converter {
-            root,
-            index: ResourceIndex::new(root),
+            document,
+            index: ResourceIndex::new(&document),
             options,
             legacy_ref,
             builder: GrammarBuilder::new(),

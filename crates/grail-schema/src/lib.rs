@@ -29,6 +29,7 @@
 mod char_automaton;
 mod convert;
 pub mod diagnostic;
+mod document;
 mod emit;
 mod emit_array;
 mod emit_object;
@@ -50,9 +51,11 @@ use grail_grammar::{Expr, Grammar, GrammarBuilder};
 use serde_json::Value;
 
 pub use diagnostic::{SchemaDiagnostic, Severity};
+pub use document::Mount;
 pub use options::{Dialect, KeyOrder, Mode, SchemaLimits, SchemaOptions, Whitespace};
 
 use convert::Converter;
+use document::Document;
 use shape::Shape;
 
 /// A schema converted to a grammar, with what was weakened (lenient mode) or noted.
@@ -130,7 +133,7 @@ pub fn schema_to_grammar(
     schema: &Value,
     options: &SchemaOptions,
 ) -> Result<SchemaGrammar, SchemaError> {
-    convert(schema, options, None)
+    convert(Document::alone(schema), options, None)
 }
 
 /// What a caller writes around a converted schema: given the builder, a reference to the
@@ -142,18 +145,32 @@ pub type Frame<'f> = &'f mut dyn FnMut(&mut GrammarBuilder, Expr, Expr) -> Expr;
 /// and `frame` writes the root around it with the same builder, so the parts share the
 /// converter's rules (`space`, `string`, …). Tool calls wrap the union of their tools'
 /// schemas this way (`<tool_call>` … `</tool_call>`, several calls, free text).
+///
+/// `mounts` places other schema documents inside `schema` without copying them (see
+/// [`Mount`]): tool calls mount each tool's arguments schema where the call's arguments
+/// go. Diagnostics inside a mounted document carry the pointer of its place in `schema`.
 pub fn schema_to_grammar_framed(
     schema: &Value,
+    mounts: &[Mount<'_>],
     options: &SchemaOptions,
     name: &str,
     frame: Frame<'_>,
 ) -> Result<SchemaGrammar, SchemaError> {
-    convert(schema, options, Some((name, frame)))
+    let document = Document {
+        root: schema,
+        mounts,
+    };
+    if let Err(diagnostic) = document.check_mounts() {
+        return Err(SchemaError::Refused {
+            diagnostics: vec![*diagnostic],
+        });
+    }
+    convert(document, options, Some((name, frame)))
 }
 
 /// [`schema_to_grammar`], framed or not.
 fn convert(
-    schema: &Value,
+    document: Document<'_>,
     options: &SchemaOptions,
     framing: Option<(&str, Frame<'_>)>,
 ) -> Result<SchemaGrammar, SchemaError> {
@@ -167,7 +184,7 @@ fn convert(
             ],
         });
     }
-    let mut converter = Converter::new(schema, options);
+    let mut converter = Converter::new(document, options);
     converter.framed_as = framing.as_ref().map(|(name, _)| name.to_string());
     let root_shape = converter.read("");
     if let Shape::Ref(target) = &root_shape {

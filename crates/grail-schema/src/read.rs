@@ -22,7 +22,7 @@ impl Converter<'_> {
         if let Some(refused) = self.refuse_to_read(pointer) {
             return refused;
         }
-        let Some(value) = crate::resolve::lookup(self.root, pointer) else {
+        let Some(value) = self.document.lookup(pointer) else {
             self.error("ref-unresolved", pointer, None, "no schema here");
             return Shape::Never;
         };
@@ -30,7 +30,8 @@ impl Converter<'_> {
     }
 
     /// [`Converter::read`] of a schema the caller holds (`value`, the schema at
-    /// `pointer`): no lookup from the root.
+    /// `pointer`): no lookup from the root. At a mount point, the caller holds the
+    /// placeholder: the mounted document is read instead.
     fn read_at(&mut self, pointer: String, value: &Value) -> Shape {
         if let Some(shape) = self.shapes.get(&pointer) {
             return shape.clone();
@@ -38,6 +39,8 @@ impl Converter<'_> {
         if let Some(refused) = self.refuse_to_read(&pointer) {
             return refused;
         }
+        let document = self.document;
+        let value = document.mounted_at(&pointer).unwrap_or(value);
         self.read_new(pointer, value)
     }
 
@@ -113,7 +116,7 @@ impl Converter<'_> {
         let mut parts: Vec<Shape> = Vec::new();
         if let Some(reference) = object.keyword("$ref") {
             match reference.as_str() {
-                Some(reference) => match self.index.resolve(self.root, pointer, reference) {
+                Some(reference) => match self.index.resolve(&self.document, pointer, reference) {
                     Ok(target) => parts.push(Shape::Ref(target)),
                     Err(reason) => {
                         self.error("ref-unresolved", pointer, Some("$ref"), reason);
@@ -352,19 +355,19 @@ impl Converter<'_> {
         // Follow `$ref`s to the component itself.
         for _ in 0..32 {
             let Some(reference) = self
-                .root
-                .pointer(&pointer)
+                .document
+                .lookup(&pointer)
                 .and_then(|value| value.get("$ref"))
                 .and_then(Value::as_str)
             else {
                 break;
             };
-            match self.index.resolve(self.root, &pointer, reference) {
+            match self.index.resolve(&self.document, &pointer, reference) {
                 Ok(target) => pointer = target,
                 Err(_) => return,
             }
         }
-        let Some(Value::Object(component)) = crate::resolve::lookup(self.root, &pointer) else {
+        let Some(Value::Object(component)) = self.document.lookup(&pointer) else {
             return;
         };
         if let Some(Value::Object(properties)) = component.get("properties") {

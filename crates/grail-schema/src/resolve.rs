@@ -1,12 +1,13 @@
-//! `$ref` resolution inside one schema document: JSON pointers, `$defs`/`definitions`,
-//! `$anchor` (and draft-07's `"$id": "#name"`), and references to the `$id` of a
-//! subschema, relative ones included. Nothing is fetched: a reference to another document
-//! is an error that says so.
+//! `$ref` resolution inside one schema document (and the documents mounted in it, each a
+//! resource of its own): JSON pointers, `$defs`/`definitions`, `$anchor` (and draft-07's
+//! `"$id": "#name"`), and references to the `$id` of a subschema, relative ones included.
+//! Nothing is fetched: a reference to another document is an error that says so.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 use crate::diagnostic::escape_pointer_token;
+use crate::document::Document;
 use crate::keywords::Keywords;
 
 /// Where each identified schema of a document is, and what each subschema's base URI is.
@@ -23,16 +24,32 @@ pub struct ResourceIndex {
 /// The base of a document without an `$id` of its own.
 const DOCUMENT_BASE: &str = "grail:schema";
 
+/// The base of the mounted document number N (`grail:mount/N`) without an `$id`.
+const MOUNT_BASE: &str = "grail:mount/";
+
 impl ResourceIndex {
-    /// Indexes every `$id`, `id` (draft-04) and `$anchor` of the document.
-    pub fn new(root: &Value) -> ResourceIndex {
+    /// Indexes every `$id`, `id` (draft-04) and `$anchor` of the document and of the
+    /// documents mounted in it; each mounted document is a resource of its own.
+    pub fn new(document: &Document<'_>) -> ResourceIndex {
         let mut index = ResourceIndex::default();
-        // Most documents (tool schemas) have no identifier at all: no walk with pointers.
-        if !has_identifiers(root) {
-            index.bases.insert(String::new(), DOCUMENT_BASE.to_string());
-            return index;
+        index.bases.insert(String::new(), DOCUMENT_BASE.to_string());
+        index.walk(document.root, String::new(), DOCUMENT_BASE.to_string());
+        for (number, mount) in document.mounts.iter().enumerate() {
+            let base = format!("{MOUNT_BASE}{number}");
+            index.ids.insert(base.clone(), mount.at.to_string());
+            index.bases.insert(mount.at.to_string(), base.clone());
+            index.walk(mount.schema, mount.at.to_string(), base);
         }
-        let mut pending = vec![(root, String::new(), DOCUMENT_BASE.to_string())];
+        index
+    }
+
+    /// Indexes the identifiers of `value`, the schema at `pointer`, whose base is `base`.
+    fn walk(&mut self, value: &Value, pointer: String, base: String) {
+        // Most documents (tool schemas) have no identifier at all: no walk with pointers.
+        if !has_identifiers(value) {
+            return;
+        }
+        let mut pending = vec![(value, pointer, base)];
         while let Some((value, pointer, inherited)) = pending.pop() {
             let Value::Object(object) = value else {
                 if let Value::Array(items) = value {
@@ -52,25 +69,23 @@ impl ResourceIndex {
                 let (without_fragment, fragment) = split_fragment(&absolute);
                 if !without_fragment.is_empty() && without_fragment != base {
                     base = without_fragment.to_string();
-                    index.ids.insert(base.clone(), pointer.clone());
-                    index.bases.insert(pointer.clone(), base.clone());
+                    self.ids.insert(base.clone(), pointer.clone());
+                    self.bases.insert(pointer.clone(), base.clone());
                 }
                 // draft-07 and earlier: `"$id": "#name"` is an anchor.
                 if let Some(name) =
                     fragment.filter(|name| !name.is_empty() && !name.starts_with('/'))
                 {
-                    index
-                        .anchors
+                    self.anchors
                         .insert((base.clone(), name.to_string()), pointer.clone());
                 }
             }
             if let Some(anchor) = object.keyword("$anchor").and_then(Value::as_str) {
-                index
-                    .anchors
+                self.anchors
                     .insert((base.clone(), anchor.to_string()), pointer.clone());
             }
             if pointer.is_empty() {
-                index.bases.insert(String::new(), base.clone());
+                self.bases.insert(String::new(), base.clone());
             }
             for (key, child) in object {
                 let child_pointer = format!("{pointer}/{}", escape_pointer_token(key));
@@ -112,7 +127,6 @@ impl ResourceIndex {
                 }
             }
         }
-        index
     }
 
     /// The base URI in force at `pointer`.
@@ -130,18 +144,23 @@ impl ResourceIndex {
     }
 
     /// The pointer a `$ref` written at `pointer` refers to.
-    pub fn resolve(&self, root: &Value, pointer: &str, reference: &str) -> Result<String, String> {
+    pub fn resolve(
+        &self,
+        document: &Document<'_>,
+        pointer: &str,
+        reference: &str,
+    ) -> Result<String, String> {
         let absolute = join(&self.base_at(pointer), reference);
-        let (document, fragment) = split_fragment(&absolute);
-        let document_pointer = if document == DOCUMENT_BASE || document.is_empty() {
+        let (resource, fragment) = split_fragment(&absolute);
+        let document_pointer = if resource == DOCUMENT_BASE || resource.is_empty() {
             String::new()
-        } else if let Some(found) = self.ids.get(document) {
+        } else if let Some(found) = self.ids.get(resource) {
             found.clone()
-        } else if self.bases.get("").is_some_and(|base| base == document) {
+        } else if self.bases.get("").is_some_and(|base| base == resource) {
             String::new()
         } else {
             return Err(format!(
-                "`{reference}` refers to another document (`{document}`); Grail resolves references inside the schema only"
+                "`{reference}` refers to another document (`{resource}`); Grail resolves references inside the schema only"
             ));
         };
         let fragment = percent_decode(fragment.unwrap_or(""));
@@ -156,14 +175,14 @@ impl ResourceIndex {
                     .cloned()
                     .unwrap_or_else(|| DOCUMENT_BASE.to_string())
             } else {
-                document.to_string()
+                resource.to_string()
             };
             match self.anchors.get(&(base, fragment.clone())) {
                 Some(found) => found.clone(),
                 None => return Err(format!("no `$anchor` named `{fragment}`")),
             }
         };
-        if lookup(root, &target).is_none() {
+        if document.lookup(&target).is_none() {
             return Err(format!("`{reference}` points at nothing in the schema"));
         }
         Ok(target)
@@ -274,8 +293,9 @@ mod tests {
                 "e~f/g": {"type": "null"}
             }
         });
-        let index = ResourceIndex::new(&schema);
-        let resolve = |at: &str, reference: &str| index.resolve(&schema, at, reference);
+        let document = Document::alone(&schema);
+        let index = ResourceIndex::new(&document);
+        let resolve = |at: &str, reference: &str| index.resolve(&document, at, reference);
         assert_eq!(resolve("", "#/$defs/a").unwrap(), "/$defs/a");
         assert_eq!(resolve("", "#first").unwrap(), "/$defs/a");
         assert_eq!(resolve("", "#old-style").unwrap(), "/$defs/d");
@@ -302,12 +322,13 @@ mod tests {
     #[test]
     fn a_document_without_id_resolves_fragments() {
         let schema = json!({"definitions": {"x": {"type": "boolean"}}, "$ref": "#/definitions/x"});
-        let index = ResourceIndex::new(&schema);
+        let document = Document::alone(&schema);
+        let index = ResourceIndex::new(&document);
         assert_eq!(
-            index.resolve(&schema, "", "#/definitions/x").unwrap(),
+            index.resolve(&document, "", "#/definitions/x").unwrap(),
             "/definitions/x"
         );
-        assert_eq!(index.resolve(&schema, "", "#").unwrap(), "");
+        assert_eq!(index.resolve(&document, "", "#").unwrap(), "");
     }
 }
 

@@ -4,14 +4,14 @@
 //!
 //! The calls are one JSON Schema, `{"anyOf": [<call of tool 0>, <call of tool 1>, …]}`,
 //! where the call of a tool is an object whose name property is the constant name and
-//! whose arguments property is the tool's own schema (its `$ref`s rewritten to their new
-//! place). `grail-schema` converts it, so every keyword of every tool is enforced (or the
+//! whose arguments property is the tool's own schema (mounted there, not copied: its
+//! `$ref`s stay relative to it). `grail-schema` converts it, so every keyword of every tool is enforced (or the
 //! tool is refused, naming the keyword), and the name literal, written first, decides
 //! which arguments may follow. The wire format, the number of calls, free text and the
 //! reasoning block are written around it (`grail_schema::schema_to_grammar_framed`).
 
 use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
-use grail_schema::{SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
+use grail_schema::{Mount, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 use serde_json::{Value, json};
 
 use crate::error::ToolsError;
@@ -156,6 +156,11 @@ pub fn tool_call_grammar(
         });
     }
     let schema = calls_schema(&tools, options.wire);
+    let places: Vec<String> = tools
+        .iter()
+        .map(|tool| arguments_place(&tool.name, options.wire))
+        .collect();
+    let mounts = arguments_mounts(&tools, &places);
     let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
         let calls = calls_expr(options, call, space);
         let body = match options.choice {
@@ -172,18 +177,23 @@ pub fn tool_call_grammar(
         };
         with_think(builder, options.think, body)
     };
-    let converted =
-        grail_schema::schema_to_grammar_framed(&schema, &options.schema, "tool-call", &mut frame)
-            .map_err(|error| match error {
-            SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
-                refusals: diagnostics
-                    .into_iter()
-                    .filter(|diagnostic| diagnostic.severity == Severity::Error)
-                    .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
-                    .collect(),
-            },
-            other => ToolsError::Options(other.to_string()),
-        })?;
+    let converted = grail_schema::schema_to_grammar_framed(
+        &schema,
+        &mounts,
+        &options.schema,
+        "tool-call",
+        &mut frame,
+    )
+    .map_err(|error| match error {
+        SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
+            refusals: diagnostics
+                .into_iter()
+                .filter(|diagnostic| diagnostic.severity == Severity::Error)
+                .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
+                .collect(),
+        },
+        other => ToolsError::Options(other.to_string()),
+    })?;
     Ok(ToolGrammar {
         grammar: converted.grammar,
         tools: tools.iter().map(|tool| tool.name.clone()).collect(),
@@ -232,22 +242,17 @@ pub(crate) fn tool_names<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
 
 /// The schema of one call of any of `tools`: `{"anyOf": [{"$ref": "#/$defs/<tool>"}, …],
 /// "$defs": {"<tool>": <call of the tool>}}` (under `$defs`, rules are named after the
-/// tools).
+/// tools). The arguments' property of each call holds a placeholder: the tool's own schema
+/// is mounted there (see [`arguments_mounts`]), not copied.
 fn calls_schema(tools: &[&Tool], wire: WireFormat) -> Value {
     let (name_key, arguments_key) = (wire.name_key(), wire.arguments_key());
     let mut definitions = serde_json::Map::new();
     let mut branches = Vec::new();
     for tool in tools {
-        let mut arguments = tool.parameters.clone();
-        rewrite_refs(&mut arguments, &arguments_place(&tool.name, wire));
-        // Only the document's root may say which draft it is.
-        if let Value::Object(object) = &mut arguments {
-            object.remove("$schema");
-        }
         // Built by hand: `json!` would serialize the arguments' schema again.
         let mut properties = serde_json::Map::new();
         properties.insert(name_key.into(), json!({"const": tool.name}));
-        properties.insert(arguments_key.into(), arguments);
+        properties.insert(arguments_key.into(), Value::Bool(true));
         let mut call = serde_json::Map::new();
         call.insert("type".into(), json!("object"));
         call.insert("properties".into(), Value::Object(properties));
@@ -273,39 +278,24 @@ fn calls_schema(tools: &[&Tool], wire: WireFormat) -> Value {
     schema
 }
 
+/// Each tool's arguments schema mounted at its place in [`calls_schema`] (`places`, from
+/// [`arguments_place`], one per tool). A mounted schema stays a document of its own: its
+/// `$ref`s are relative to it, as when it stands alone.
+fn arguments_mounts<'v>(tools: &[&'v Tool], places: &'v [String]) -> Vec<Mount<'v>> {
+    tools
+        .iter()
+        .zip(places)
+        .map(|(tool, at)| Mount {
+            at,
+            schema: &tool.parameters,
+        })
+        .collect()
+}
+
 /// Where a tool's arguments schema sits in [`calls_schema`] (tool names need no escaping
 /// in a JSON pointer: they have no `/` or `~`).
 fn arguments_place(tool: &str, wire: WireFormat) -> String {
     format!("/$defs/{tool}/properties/{}", wire.arguments_key())
-}
-
-/// Points every local `$ref` (`#…`) of a schema moved to `place` at its new location.
-/// References inside a schema with its own `$id` (the moved schema's root included) are
-/// relative to that resource, which moves with them: they stay as they are.
-fn rewrite_refs(schema: &mut Value, place: &str) {
-    let mut pending: Vec<&mut Value> = vec![schema];
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::Object(object) => {
-                if object.contains_key("$id") {
-                    continue;
-                }
-                for (key, child) in object.iter_mut() {
-                    if key == "$ref"
-                        && let Value::String(reference) = child
-                        && let Some(fragment) = reference.strip_prefix('#')
-                        && (fragment.is_empty() || fragment.starts_with('/'))
-                    {
-                        *reference = format!("#{place}{fragment}");
-                    } else {
-                        pending.push(child);
-                    }
-                }
-            }
-            Value::Array(items) => pending.extend(items.iter_mut()),
-            _ => {}
-        }
-    }
 }
 
 /// A diagnostic of the combined schema as (tool, diagnostic inside the tool's schema).
