@@ -188,7 +188,7 @@ fn convert(
     converter.framed_as = framing.as_ref().map(|(name, _)| name.to_string());
     let root_shape = converter.read("");
     if let Shape::Ref(target) = &root_shape {
-        let mut seen = vec![String::new()];
+        let mut seen: Vec<std::rc::Rc<str>> = vec!["".into()];
         let mut current = target.clone();
         while let Shape::Ref(next) = converter.read(&current) {
             if seen.contains(&next) || next == current {

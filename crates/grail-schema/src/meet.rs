@@ -54,15 +54,16 @@ impl Converter<'_> {
                 None => other,
             },
             (Shape::Values(left), Shape::Values(right)) => Shape::Values(
-                left.into_iter()
+                left.iter()
                     .filter(|value| right.iter().any(|other| json_equal(value, other)))
+                    .cloned()
                     .collect(),
             ),
             (Shape::Values(values), other) | (other, Shape::Values(values)) => {
                 let mut kept = Vec::new();
-                for value in values {
-                    match self.accepts(&other, &value, 0) {
-                        Ok(true) => kept.push(value),
+                for value in values.iter() {
+                    match self.accepts(&other, value, 0) {
+                        Ok(true) => kept.push(value.clone()),
                         Ok(false) => {}
                         Err(reason) => {
                             self.unsupported(
@@ -70,11 +71,11 @@ impl Converter<'_> {
                                 "enum",
                                 format!("cannot tell whether {value} meets the other constraints: {reason}"),
                             );
-                            kept.push(value);
+                            kept.push(value.clone());
                         }
                     }
                 }
-                Shape::Values(kept)
+                Shape::Values(kept.into())
             }
             (Shape::Typed(left), Shape::Typed(right)) => self.meet_typed(
                 pointer,
@@ -403,9 +404,9 @@ impl Converter<'_> {
             Shape::Values(values) => {
                 let mut typed = Typed::of_types(Types::ALL);
                 typed.excluded = values
-                    .into_iter()
+                    .iter()
                     .map(|value| Located {
-                        value,
+                        value: value.clone(),
                         pointer: pointer.to_string(),
                         keyword: "not",
                     })

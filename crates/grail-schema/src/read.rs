@@ -117,7 +117,7 @@ impl Converter<'_> {
         if let Some(reference) = object.keyword("$ref") {
             match reference.as_str() {
                 Some(reference) => match self.index.resolve(&self.document, pointer, reference) {
-                    Ok(target) => parts.push(Shape::Ref(target)),
+                    Ok(target) => parts.push(Shape::Ref(target.into())),
                     Err(reason) => {
                         self.error("ref-unresolved", pointer, Some("$ref"), reason);
                         return Shape::Never;
@@ -182,7 +182,7 @@ impl Converter<'_> {
         if let Some(values) = object.keyword("enum") {
             match values {
                 Value::Array(values) if values.len() <= self.options.limits.max_enum_values => {
-                    parts.push(Shape::Values(dedup(values.clone())))
+                    parts.push(Shape::Values(dedup(values.clone()).into()))
                 }
                 Value::Array(values) => self.error(
                     "enum-too-large",
@@ -203,7 +203,7 @@ impl Converter<'_> {
             }
         }
         if let Some(value) = object.keyword("const") {
-            parts.push(Shape::Values(vec![value.clone()]));
+            parts.push(Shape::Values(std::rc::Rc::from([value.clone()])));
         }
         for (keyword, combine) in [("allOf", 0), ("anyOf", 1), ("oneOf", 2)] {
             let Some(list) = object.keyword(keyword) else {
@@ -339,7 +339,7 @@ impl Converter<'_> {
             .map(|(value, _)| value)
             .collect();
         if !shared.is_empty() {
-            return Some(Shape::Values(shared));
+            return Some(Shape::Values(shared.into()));
         }
         Some(Shape::typed(typed))
     }

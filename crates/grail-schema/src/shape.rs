@@ -101,11 +101,12 @@ pub enum Shape {
     /// No value.
     Never,
     /// Whatever the schema at this pointer allows (a rule of its own in the grammar).
-    Ref(String),
+    Ref(std::rc::Rc<str>),
     /// Any of these.
     AnyOf(Vec<Shape>),
-    /// Exactly these values (`enum`, `const`).
-    Values(Vec<Value>),
+    /// Exactly these values (`enum`, `const`); shared, as shapes are copied whenever they
+    /// are read again.
+    Values(std::rc::Rc<[Value]>),
     /// Values of these types meeting these constraints.
     Typed(std::rc::Rc<Typed>),
 }
