@@ -6,7 +6,7 @@
 //!
 //! `cargo run --release -p grail-schema --example cold_masks -- SCHEMA.json VOCAB IDS.json [SECONDS]`
 //! (SCHEMA: a JSON Schema, or a grammar when the name ends in `.gbnf`; VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
-//! token ids). It also prints a digest of the first round's masks, to compare builds of
+//! token ids). The heap is made resident first, as `grail bench` does (`GRAIL_PREFAULT_MIB`). It also prints a digest of the first round's masks, to compare builds of
 //! the engine. With `COLD_MASKS_STEP=N` in the environment only step N's mask is filled (the
 //! tokens before it are accepted without masks), to profile that one step.
 
@@ -53,6 +53,14 @@ fn main() {
         std::process::exit(2)
     });
     let index = Arc::new(VocabularyIndex::new(vocabulary));
+    // As `grail bench` does before timing masks (`grail_engine::prepare_heap`): without it,
+    // first touches of fresh pages would be timed as part of the steps.
+    let prefault = std::env::var(grail_engine::PREFAULT_ENV).ok();
+    let purge_delay_set = std::env::var_os("MIMALLOC_PURGE_DELAY").is_some();
+    if let Err(message) = grail_engine::prepare_heap(prefault.as_deref(), purge_delay_set) {
+        eprintln!("{message}");
+        std::process::exit(2)
+    }
     // A `.gbnf` file is read as GBNF, anything else as a JSON Schema.
     let grammar = if source.ends_with(".gbnf") {
         let report = grail_grammar::check(&read(source), &Default::default());
