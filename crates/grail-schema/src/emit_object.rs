@@ -147,54 +147,50 @@ impl Converter<'_> {
         // Every name written as a slot: declared ones, then required and tracked ones the
         // schema does not declare (their value is what the key rules or the additional
         // schema say).
-        let required: HashSet<&str> = rules.required.iter().map(String::as_str).collect();
-        let mut named: Vec<(String, Shape, bool)> = rules
+        let required = Names::of(rules.required.iter().map(String::as_str));
+        let declared = Names::of(
+            rules
+                .properties
+                .iter()
+                .map(|(property, _)| property.as_str()),
+        );
+        let mut named: Vec<(&str, Shape, bool)> = rules
             .properties
             .iter()
             .map(|(property, shape)| {
                 (
-                    property.clone(),
+                    property.as_str(),
                     shape.clone(),
-                    required.contains(property.as_str()),
+                    required.contains(property),
                 )
             })
             .collect();
-        let mut known_names: HashSet<String> =
-            named.iter().map(|(known, _, _)| known.clone()).collect();
+        let mut known_names = declared.clone();
         for property in rules.required.iter().chain(&tracked) {
-            if known_names.insert(property.clone()) {
-                named.push((
-                    property.clone(),
-                    Shape::Any,
-                    required.contains(property.as_str()),
-                ));
+            if known_names.insert(property) {
+                named.push((property, Shape::Any, required.contains(property)));
             }
         }
-        let declared: HashSet<&str> = rules
-            .properties
-            .iter()
-            .map(|(property, _)| property.as_str())
-            .collect();
         let mut slots = Vec::new();
-        let mut written: Vec<String> = Vec::new();
+        let mut written: Vec<&str> = Vec::with_capacity(named.len());
         for (property, declared_shape, required) in named {
             // A name the slots govern is never an additional property, even when nothing
             // may be its value.
-            written.push(property.clone());
-            let mut shape = if declared.contains(property.as_str()) {
+            written.push(property);
+            let mut shape = if declared.contains(property) {
                 declared_shape
-            } else if keys.iter().any(|key| key.covers_declared_name(&property)) {
+            } else if keys.iter().any(|key| key.covers_declared_name(property)) {
                 Shape::Any
             } else {
                 rules.additional.clone()
             };
             for key in &keys {
-                if key.rule_index.is_some() && key.covers_declared_name(&property) {
+                if key.rule_index.is_some() && key.covers_declared_name(property) {
                     shape = self.meet("", shape, key.shape.clone());
                 }
             }
             if let Some(names) = &keys.first().and_then(|key| key.names.clone())
-                && !names.matches(&property)
+                && !names.matches(property)
             {
                 shape = Shape::Never;
             }
@@ -205,13 +201,13 @@ impl Converter<'_> {
                 continue;
             }
             let value_name = if name == "root" {
-                property.clone()
+                property.to_string()
             } else {
-                joined(&[name, "-", &property])
+                joined(&[name, "-", property])
             };
             let value = self.emit_nested(&shape, &value_name);
             let pair = Expr::sequence([
-                key_literal(&property),
+                key_literal(property),
                 space.clone(),
                 self.key_separator(),
                 space.clone(),
@@ -221,8 +217,8 @@ impl Converter<'_> {
             slots.push(Slot {
                 pair,
                 required,
-                first: rules.written_first.contains(&property),
-                tracked: bit_of(&property),
+                first: rules.written_first.iter().any(|first| first == property),
+                tracked: bit_of(property),
             });
         }
         // Required properties first, in schema order, then the others (those only a
@@ -246,7 +242,7 @@ impl Converter<'_> {
         &mut self,
         rules: &ObjectRules,
         keys: &[KeyLanguage],
-        written: &[String],
+        written: &[&str],
         name: &str,
     ) -> Option<Option<Expr>> {
         let space = self.space();
@@ -303,11 +299,10 @@ impl Converter<'_> {
             );
             return Some(None);
         }
-        let not_written =
-            match CharDfa::from_strings(&written.iter().map(String::as_str).collect::<Vec<_>>()) {
-                Ok(automaton) => automaton.complement(),
-                Err(error) => return self.key_failure(rules, error),
-            };
+        let not_written = match CharDfa::from_strings(written) {
+            Ok(automaton) => automaton.complement(),
+            Err(error) => return self.key_failure(rules, error),
+        };
         let mut choices = Vec::new();
         for subset in 0u32..(1 << rule_keys.len()) {
             let mut language = match &names {
@@ -772,4 +767,72 @@ fn key_literal(name: &str) -> Expr {
         return Expr::Literal(quoted);
     }
     Expr::sequence([Expr::literal("\""), encoded_text(name), Expr::literal("\"")])
+}
+
+/// Property names looked up many times while an object is laid out: scanned when few
+/// (most objects), hashed when many (objects with thousands of properties, where scans
+/// would be quadratic).
+#[derive(Clone)]
+struct Names<'n> {
+    list: Vec<&'n str>,
+    set: Option<HashSet<&'n str>>,
+}
+
+/// Above this many names, [`Names`] hashes them.
+const NAMES_SCANNED: usize = 32;
+
+impl<'n> Names<'n> {
+    /// The names of `names`.
+    fn of(names: impl Iterator<Item = &'n str>) -> Names<'n> {
+        let mut all = Names {
+            list: Vec::new(),
+            set: None,
+        };
+        for name in names {
+            all.insert(name);
+        }
+        all
+    }
+
+    /// Whether `name` is one of the names.
+    fn contains(&self, name: &str) -> bool {
+        match &self.set {
+            Some(set) => set.contains(name),
+            None => self.list.contains(&name),
+        }
+    }
+
+    /// Adds `name`; false when it was there already.
+    fn insert(&mut self, name: &'n str) -> bool {
+        if self.contains(name) {
+            return false;
+        }
+        self.list.push(name);
+        if let Some(set) = &mut self.set {
+            set.insert(name);
+        } else if self.list.len() > NAMES_SCANNED {
+            self.set = Some(self.list.iter().copied().collect());
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::{NAMES_SCANNED, Names};
+
+    #[test]
+    fn names_are_found_whether_scanned_or_hashed() {
+        let words: Vec<String> = (0..NAMES_SCANNED * 3).map(|n| format!("p{n}")).collect();
+        let mut names = Names::of(words[..NAMES_SCANNED].iter().map(String::as_str));
+        assert!(names.set.is_none());
+        for (position, word) in words.iter().enumerate() {
+            assert_eq!(names.contains(word), position < NAMES_SCANNED, "{word}");
+            assert_eq!(names.insert(word), position >= NAMES_SCANNED, "{word}");
+            assert!(!names.insert(word), "{word} is there now");
+        }
+        assert!(names.set.is_some());
+        assert!(words.iter().all(|word| names.contains(word)));
+        assert!(!names.contains("q"));
+    }
 }

@@ -353,7 +353,7 @@ fn anchored_both_ends(pattern: &str) -> bool {
 /// `\\u00XX`, …): each node's "another character" refers to it rather than writing the
 /// escapes out again (they were most of the text of the key tries of big schemas).
 pub(crate) fn excluding(
-    excluded: &[String],
+    excluded: &[impl AsRef<str>],
     any: &Expr,
     escape: &Expr,
     end: &Expr,
@@ -361,7 +361,7 @@ pub(crate) fn excluding(
 ) -> Expr {
     let mut trie = Trie::default();
     for text in excluded {
-        trie.insert(text);
+        trie.insert(text.as_ref());
     }
     trie.expr(any, escape, end, hoist)
 }
@@ -371,13 +371,13 @@ pub(crate) fn excluding(
 /// themselves are refused too, as llama.cpp does), a node that ends a name needs one more
 /// character, and any other first character is written as itself, then `char*`.
 pub(crate) fn excluding_llama(
-    excluded: &[String],
+    excluded: &[impl AsRef<str>],
     char: &Expr,
     hoist: &mut dyn FnMut(Expr) -> Expr,
 ) -> Expr {
     let mut trie = Trie::default();
     for text in excluded {
-        trie.insert(text);
+        trie.insert(text.as_ref());
     }
     let body = trie.llama_expr(char, hoist);
     if trie.ends_here {
