@@ -372,6 +372,25 @@ proptest! {
         check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 10)?;
     }
 
+    /// Right recursion: a rule that calls itself (or another) as its last symbol makes a
+    /// new frame at every byte, each returning through the one before (tail calls). Masks
+    /// must reach what follows the whole chain: a caller that goes on (`"x"`), the end of
+    /// the root (end of generation), a nullable callee, and mutual recursion.
+    #[test]
+    fn masks_equal_brute_force_through_tail_calls(seed in any::<u64>(), which in 0usize..5) {
+        let grammars = [
+            "root ::= s \"x\"\ns ::= \"b\" s | \"d\"",
+            "root ::= \"b\" root | \"d\"",
+            "root ::= s\ns ::= \"b\" t | \"c\" s | \"d\"\nt ::= \"b\" s | \"c\" t | \"\"",
+            "root ::= s s\ns ::= \"b\" s | \"c\"",
+            "root ::= \"x\" s | s \"d\"\ns ::= \"b\" s | \"bc\" | \"\"",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        let units: [&[u8]; 4] = [b"b", b"c", b"d", b"x"];
+        check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 12)?;
+    }
+
     /// A string loop entered from a state where a few of its bytes lead elsewhere (keys
     /// that must not be some names: their first letters go into a trie of the names):
     /// masks take the loop's slice less those bytes' subtrees, which must equal brute
