@@ -24,7 +24,9 @@ pub struct ResourceIndex {
 /// The base of a document without an `$id` of its own.
 const DOCUMENT_BASE: &str = "grail:schema";
 
-/// The base of the mounted document number N (`grail:mount/N`) without an `$id`.
+/// The base of the mounted document number N (`grail:mount/N/`) without an `$id`: a
+/// directory of its own, so relative `$id`s in different mounted documents (two tools'
+/// `"$id": "args.json"`) name different resources.
 const MOUNT_BASE: &str = "grail:mount/";
 
 impl ResourceIndex {
@@ -35,7 +37,7 @@ impl ResourceIndex {
         index.bases.insert(String::new(), DOCUMENT_BASE.to_string());
         index.walk(document.root, String::new(), DOCUMENT_BASE.to_string());
         for (number, mount) in document.mounts.iter().enumerate() {
-            let base = format!("{MOUNT_BASE}{number}");
+            let base = format!("{MOUNT_BASE}{number}/");
             index.ids.insert(base.clone(), mount.at.to_string());
             index.bases.insert(mount.at.to_string(), base.clone());
             index.walk(mount.schema, mount.at.to_string(), base);

@@ -58,6 +58,32 @@ fn mounted_documents_keep_their_own_references() {
 }
 
 #[test]
+fn the_same_relative_id_in_two_mounted_documents_names_two_resources() {
+    let root = json!({
+        "type": "object",
+        "properties": {"a": true, "b": true},
+        "required": ["a", "b"],
+        "additionalProperties": false
+    });
+    let first = json!({"$id": "args.json", "$defs": {"v": {"type": "integer"}}, "$ref": "args.json#/$defs/v"});
+    let second = json!({"$id": "args.json", "$defs": {"v": {"type": "boolean"}}, "$ref": "args.json#/$defs/v"});
+    let mounts = [
+        Mount {
+            at: "/properties/a",
+            schema: &first,
+        },
+        Mount {
+            at: "/properties/b",
+            schema: &second,
+        },
+    ];
+    let converted = convert(&root, &mounts).expect("converts");
+    assert!(accepts(&converted.grammar, r#"{"a": 3, "b": true}"#));
+    assert!(!accepts(&converted.grammar, r#"{"a": true, "b": true}"#));
+    assert!(!accepts(&converted.grammar, r#"{"a": 3, "b": 3}"#));
+}
+
+#[test]
 fn diagnostics_inside_a_mount_name_its_place_in_the_root() {
     let root = json!({"type": "object", "properties": {"args": true}});
     let mounted =
