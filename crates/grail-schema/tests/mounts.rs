@@ -16,6 +16,20 @@ fn convert(
     schema_to_grammar_framed(root, mounts, &SchemaOptions::default(), "s", &mut frame)
 }
 
+/// `first` mounted at `/properties/a`, `second` at `/properties/b`.
+fn at_a_and_b<'v>(first: &'v Value, second: &'v Value) -> [Mount<'v>; 2] {
+    [
+        Mount {
+            at: "/properties/a",
+            schema: first,
+        },
+        Mount {
+            at: "/properties/b",
+            schema: second,
+        },
+    ]
+}
+
 fn accepts(grammar: &grail_grammar::Grammar, text: &str) -> bool {
     let compiled = CompiledGrammar::compile(grammar, &Default::default()).unwrap();
     let mut matcher = Matcher::new(&compiled);
@@ -39,16 +53,7 @@ fn mounted_documents_keep_their_own_references() {
         "type": "array",
         "items": {"$ref": "#word"}
     });
-    let mounts = [
-        Mount {
-            at: "/properties/a",
-            schema: &first,
-        },
-        Mount {
-            at: "/properties/b",
-            schema: &second,
-        },
-    ];
+    let mounts = at_a_and_b(&first, &second);
     let converted = convert(&root, &mounts).expect("converts");
     let grammar = &converted.grammar;
     assert!(accepts(grammar, r#"{"a": 3, "b": ["x", "y"], "c": true}"#));
@@ -67,16 +72,7 @@ fn the_same_relative_id_in_two_mounted_documents_names_two_resources() {
     });
     let first = json!({"$id": "args.json", "$defs": {"v": {"type": "integer"}}, "$ref": "args.json#/$defs/v"});
     let second = json!({"$id": "args.json", "$defs": {"v": {"type": "boolean"}}, "$ref": "args.json#/$defs/v"});
-    let mounts = [
-        Mount {
-            at: "/properties/a",
-            schema: &first,
-        },
-        Mount {
-            at: "/properties/b",
-            schema: &second,
-        },
-    ];
+    let mounts = at_a_and_b(&first, &second);
     let converted = convert(&root, &mounts).expect("converts");
     assert!(accepts(&converted.grammar, r#"{"a": 3, "b": true}"#));
     assert!(!accepts(&converted.grammar, r#"{"a": true, "b": true}"#));
