@@ -180,6 +180,12 @@ impl CompiledGrammar {
                 start,
             })
             .collect();
+        elide_tail_calls(
+            &mut builder.nodes,
+            &mut builder.split_targets,
+            &rules,
+            &builder.counted,
+        );
         let productive = if every_symbol_productive(grammar, &references) {
             // Every node can reach its rule's end but the empty split that stands for
             // the rules not compiled, which nothing calls.
@@ -768,6 +774,40 @@ impl GraphBuilder<'_, '_> {
     }
 }
 
+/// Turns every call in tail position (its successor is its rule's `Return`) into a jump
+/// to the callee's start, in the caller's frame, as llama.cpp's stacks do (they never push
+/// a call's end): the callee returning would only return the caller, so both end the
+/// same. Without it right recursion (`s ::= [a-z] s | "x"`, the automata of unanchored
+/// patterns) makes one frame per byte, each the caller of the next, and every return
+/// crosses the whole chain; with it the recursion is a loop, so its steps repeat and are
+/// cached. Calls inside counted copies stay calls: a copy keeps its twin's layout.
+fn elide_tail_calls(
+    nodes: &mut [Node],
+    split_targets: &mut Vec<NodeId>,
+    rules: &[CompiledRule],
+    counted: &[CountedCopy],
+) {
+    // Copies are in node order and do not overlap.
+    let in_counted_copy = |index: usize| {
+        let after = counted.partition_point(|copy| copy.first as usize <= index);
+        after > 0 && {
+            let copy = counted[after - 1];
+            index < copy.first as usize + copy.len as usize
+        }
+    };
+    for index in 0..nodes.len() {
+        let Node::Call { rule, next } = nodes[index] else {
+            continue;
+        };
+        if !matches!(nodes[next as usize], Node::Return) || in_counted_copy(index) {
+            continue;
+        }
+        let first = split_targets.len() as u32;
+        split_targets.push(rules[rule as usize].start);
+        nodes[index] = Node::Split { first, count: 1 };
+    }
+}
+
 /// Where a consuming node leads.
 fn node_next(node: Node) -> Option<NodeId> {
     match node {
@@ -934,6 +974,32 @@ mod tests {
                     .prop_map(|terms| format!("({})", terms.join(" | "))),
             ]
         })
+    }
+
+    /// Right recursion is a loop once its tail calls are jumps: a long text keeps a
+    /// bounded state under a history limit, where each byte used to make a frame whose
+    /// caller was the previous one (a chain no compaction could drop).
+    #[test]
+    fn right_recursion_keeps_a_bounded_state() {
+        let source = "root ::= \"[\" s \"]\"\ns ::= [a-z] s | [a-z] t | \".\"\nt ::= \"-\" s\n";
+        let report = grail_grammar::check(source, &grail_grammar::CheckOptions::default());
+        let options = CompileOptions {
+            limits: EngineLimits {
+                max_state_items: 5_000,
+                ..EngineLimits::default()
+            },
+            ..CompileOptions::default()
+        };
+        let compiled =
+            CompiledGrammar::compile(&report.grammar.expect("checks"), &options).expect("compiles");
+        let mut matcher = crate::Matcher::new(&compiled);
+        matcher.set_history_limit(Some(16));
+        matcher.accept_str("[").expect("opening");
+        for _ in 0..5_000 {
+            matcher.accept_str("ab-").expect("within the state limit");
+        }
+        matcher.accept_str(".]").expect("the end");
+        assert!(matcher.is_accepting());
     }
 
     proptest! {
