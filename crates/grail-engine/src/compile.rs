@@ -165,11 +165,8 @@ impl CompiledGrammar {
         // then whatever the compiled rules call.
         let never = builder.split(&[])?;
         let mut starts = vec![never; grammar.rules.len()];
-        // Each compiled rule's nodes are contiguous: (first node, rule) in node order.
-        let mut rule_of_nodes: Vec<(NodeId, u32)> = Vec::new();
         builder.need(grammar.root.0);
         while let Some(rule) = builder.queue.pop() {
-            rule_of_nodes.push((builder.nodes.len() as NodeId, rule));
             let end = builder.push(Node::Return)?;
             starts[rule as usize] =
                 builder.alternatives(&grammar.rules[rule as usize].alternatives, end)?;
@@ -187,7 +184,6 @@ impl CompiledGrammar {
             &mut builder.nodes,
             &mut builder.split_targets,
             &rules,
-            &rule_of_nodes,
             &builder.counted,
         );
         let productive = if every_symbol_productive(grammar, &references) {
@@ -778,27 +774,19 @@ impl GraphBuilder<'_, '_> {
     }
 }
 
-/// Turns the calls in tail position (the successor is the rule's `Return`) that lie on a
-/// cycle of such calls into jumps to the callee's start, in the caller's frame, as
-/// llama.cpp's stacks do (they never push a call's end): the callee returning would only
-/// return the caller, so both end the same. On such a cycle (right recursion,
-/// `s ::= [a-z] s | "x"`, and the automata of unanchored patterns) each byte made a frame
-/// whose caller was the previous one, so the chain grew with the input and every return
-/// crossed it; as jumps the recursion is a loop whose steps repeat. Tail calls off such
-/// cycles stay calls (a chain of them is as deep as the text's nesting, and a callee in a
-/// frame of its own is walked once for every place that calls it). Calls inside counted
-/// copies stay calls too: a copy keeps its twin's layout.
+/// Turns every call in tail position (its successor is its rule's `Return`) into a jump
+/// to the callee's start, in the caller's frame, as llama.cpp's stacks do (they never push
+/// a call's end): the callee returning would only return the caller, so both end the
+/// same. Right recursion (`s ::= [a-z] s | "x"`, the automata of unanchored patterns)
+/// otherwise makes one frame per byte, each the caller of the next, and every return
+/// crosses the whole chain; with jumps the recursion is a loop whose steps repeat. Calls
+/// inside counted copies stay calls: a copy keeps its twin's layout.
 fn elide_tail_calls(
     nodes: &mut [Node],
     split_targets: &mut Vec<NodeId>,
     rules: &[CompiledRule],
-    rule_of_nodes: &[(NodeId, u32)],
     counted: &[CountedCopy],
 ) {
-    let owner = |index: usize| {
-        let after = rule_of_nodes.partition_point(|&(first, _)| first as usize <= index);
-        (after > 0).then(|| rule_of_nodes[after - 1].1)
-    };
     // Copies are in node order and do not overlap.
     let in_counted_copy = |index: usize| {
         let after = counted.partition_point(|copy| copy.first as usize <= index);
@@ -807,41 +795,15 @@ fn elide_tail_calls(
             index < copy.first as usize + copy.len as usize
         }
     };
-    let mut tail_calls: Vec<(usize, u32, u32)> = Vec::new();
-    let mut tail_edges: Vec<Vec<u32>> = vec![Vec::new(); rules.len()];
-    for (index, node) in nodes.iter().enumerate() {
-        let Node::Call { rule, next } = *node else {
+    for index in 0..nodes.len() {
+        let Node::Call { rule, next } = nodes[index] else {
             continue;
         };
         if !matches!(nodes[next as usize], Node::Return) || in_counted_copy(index) {
             continue;
         }
-        let Some(caller) = owner(index) else {
-            continue;
-        };
-        tail_calls.push((index, caller, rule));
-        tail_edges[caller as usize].push(rule);
-    }
-    if tail_calls.is_empty() {
-        return;
-    }
-    let mut component = vec![u32::MAX; rules.len()];
-    for (number, members) in grail_grammar::graph::strongly_connected_components(&tail_edges)
-        .iter()
-        .enumerate()
-    {
-        for &member in members {
-            component[member as usize] = number as u32;
-        }
-    }
-    for (index, caller, callee) in tail_calls {
-        // In one component, the call lies on a cycle of tail calls (a rule calling
-        // itself is one).
-        if component[caller as usize] != component[callee as usize] {
-            continue;
-        }
         let first = split_targets.len() as u32;
-        split_targets.push(rules[callee as usize].start);
+        split_targets.push(rules[rule as usize].start);
         nodes[index] = Node::Split { first, count: 1 };
     }
 }
