@@ -76,6 +76,10 @@ struct StepRecord {
     /// The cached state of this step's items, or `NO_STATE` when they were not described
     /// (too many frames, or the cache is full).
     state: StateId,
+    /// The input's character begun so far (`Partial::NONE` between characters). Items in
+    /// the middle of it may carry a representative of the same shape instead (see
+    /// [`canonical_partial`]), so what they may complete it with is read from here.
+    partial: Partial,
 }
 
 /// Reusable buffers for computing a step.
@@ -88,6 +92,9 @@ pub(crate) struct Scratch {
     /// For each rule, the generation and frame of its call at the current step.
     rule_calls: Vec<(u64, u32)>,
     generation: u64,
+    /// The input's character begun after the byte being stepped (for the record
+    /// `close_step` pushes; taken, so it is `NONE` unless set before each step).
+    step_partial: Partial,
     /// The (node, partial, slot) triples of the step being closed, to intern as a state.
     pub(crate) state_items: Vec<(NodeId, Partial, u8)>,
     /// The key describing the step being closed.
@@ -202,6 +209,7 @@ impl Matcher {
                 accepting: false,
                 offset: 0,
                 state: NO_STATE,
+                partial: Partial::NONE,
             });
         }
     }
@@ -307,6 +315,7 @@ impl Matcher {
     /// Uses the step cache when the current items form a cached state.
     pub(crate) fn step_byte(&mut self, byte: u8) -> Result<bool, LimitExceeded> {
         let current = *self.current();
+        let input_partial = character_begun(current.partial, byte);
         let mut transition_from = None;
         if current.state < NO_STATE {
             match self.cache.transition(current.state, byte) {
@@ -368,6 +377,7 @@ impl Matcher {
                         accepting: target.accepting,
                         offset: current.offset + 1,
                         state: transition.target,
+                        partial: input_partial,
                     });
                     return Ok(true);
                 }
@@ -380,6 +390,7 @@ impl Matcher {
             }
             return Ok(false);
         }
+        self.scratch.step_partial = input_partial;
         self.close_step(1, false, transition_from)?;
         Ok(true)
     }
@@ -677,6 +688,7 @@ impl Matcher {
         self.scratch.source_frames.clear();
         self.scratch.source_frames.extend_from_slice(frames);
         self.scan_byte(byte);
+        self.scratch.step_partial = character_begun(self.current().partial, byte);
         if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
             Arc::make_mut(&mut self.cache).record_marker(state, byte, DEAD);
         } else {
@@ -732,6 +744,11 @@ impl Matcher {
         });
     }
 
+    /// The input's character begun so far at the current step.
+    pub(crate) fn input_partial(&self) -> Partial {
+        self.current().partial
+    }
+
     fn current(&self) -> &StepRecord {
         self.steps.last().expect("the first step always exists")
     }
@@ -777,7 +794,7 @@ impl Matcher {
                         scratch.carried.push(Item {
                             node: item.node,
                             frame: item.frame,
-                            partial,
+                            partial: canonical_partial(graph, node, partial),
                         });
                     }
                 }
@@ -973,6 +990,7 @@ impl Matcher {
             accepting,
             offset,
             state,
+            partial: std::mem::take(&mut self.scratch.step_partial),
         });
         Ok(())
     }
@@ -1096,6 +1114,55 @@ pub(crate) fn edge_matches(graph: &GrammarGraph, node: Node, code_point: u32) ->
 
 /// True when a consuming node accepts some scalar in `[low, high]` (a range that holds
 /// no surrogates).
+/// The input's character begun after `byte`, from the one begun before it.
+fn character_begun(before: Partial, byte: u8) -> Partial {
+    match before.push(byte) {
+        Step::Incomplete(partial) => partial,
+        Step::Complete(_) | Step::Invalid => Partial::NONE,
+    }
+}
+
+/// The partial character an item on `node` carries: when the node takes every character
+/// that can complete `partial`, the first representative of its shape
+/// ([`Partial::representatives`]: the same bytes still to come, each with the same range)
+/// whose completions the node all takes as well. Both then go on exactly alike, byte by
+/// byte, so items that differ only in which such character they are in (a lead byte E4 or
+/// E5 in a class of every non-ASCII scalar) make one state instead of one per lead byte.
+pub(crate) fn canonical_partial(graph: &GrammarGraph, node: Node, partial: Partial) -> Partial {
+    let representatives = partial.representatives();
+    if representatives.is_empty() {
+        return partial;
+    }
+    let (low, high) = partial.code_point_range();
+    if !edge_contains(graph, node, low, high) {
+        return partial;
+    }
+    representatives
+        .iter()
+        .copied()
+        .find(|representative| {
+            let (low, high) = representative.code_point_range();
+            edge_contains(graph, node, low, high)
+        })
+        .unwrap_or(partial)
+}
+
+/// True when the consuming `node` takes every scalar of `low..=high` (a range with no
+/// surrogates in it, as [`Partial::code_point_range`] gives).
+fn edge_contains(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool {
+    match node {
+        Node::Class { set, .. } => {
+            let ranges = graph.classes[set as usize].ranges();
+            let index = ranges.partition_point(|&(_, last)| last < low);
+            ranges
+                .get(index)
+                .is_some_and(|&(first, last)| first <= low && high <= last)
+        }
+        Node::Any { .. } => true,
+        _ => false,
+    }
+}
+
 pub(crate) fn edge_intersects(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool {
     match node {
         Node::Char { code_point, .. } => (low..=high).contains(&code_point),

@@ -80,7 +80,8 @@ impl Matcher {
         for item in self.current_items() {
             let node = graph.nodes[item.node as usize];
             if !item.partial.is_none() {
-                let (low, high) = item.partial.code_point_range();
+                // The input's own character: the item may carry a representative.
+                let (low, high) = self.input_partial().code_point_range();
                 let edge = edge_set(self, node);
                 positive =
                     positive.union(&edge.intersection(&ScalarSet::from_ranges([(low, high)])));

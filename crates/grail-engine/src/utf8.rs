@@ -55,8 +55,39 @@ impl Partial {
         self.0 >> 23
     }
 
-    fn pack(value: u32, seen: u32, length: u32) -> Partial {
+    const fn pack(value: u32, seen: u32, length: u32) -> Partial {
         Partial(value | seen << 21 | length << 23)
+    }
+
+    /// Partials of the same shape as this one (as many bytes still to come, each in
+    /// 80–BF), in a fixed order; empty for `NONE` and for the narrowed second bytes after
+    /// E0, ED, F0 and F4. Two partials of one shape whose completions a node all takes go
+    /// on alike, so either may stand for the other (see the matcher's
+    /// `canonical_partial`). Several per shape, so some lies in a class of one script.
+    pub(crate) fn representatives(self) -> &'static [Partial] {
+        // One byte to come: C2, E1 80, E4 B8, F0 90 80.
+        const ONE: [Partial; 4] = [
+            Partial::pack(0x02, 1, 2),
+            Partial::pack(0x40, 2, 3),
+            Partial::pack(0x138, 2, 3),
+            Partial::pack(0x400, 3, 4),
+        ];
+        // Two bytes to come: E1, E4, F0 90.
+        const TWO: [Partial; 3] = [
+            Partial::pack(0x1, 1, 3),
+            Partial::pack(0x4, 1, 3),
+            Partial::pack(0x10, 2, 4),
+        ];
+        // Three bytes to come: F1.
+        const THREE: [Partial; 1] = [Partial::pack(0x1, 1, 4)];
+        if self.is_none() || self.continuation_range() != (0x80, 0xBF) {
+            return &[];
+        }
+        match self.length() - self.seen() {
+            1 => &ONE,
+            2 => &TWO,
+            _ => &THREE,
+        }
     }
 
     /// Feeds one byte.
@@ -152,6 +183,45 @@ mod tests {
             }
         }
         None
+    }
+
+    /// Every representative is the partial of its bytes, and has the shape it stands for.
+    #[test]
+    fn representatives_are_the_partials_they_name() {
+        let begun = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .fold(Partial::NONE, |partial, &byte| match partial.push(byte) {
+                    Step::Incomplete(next) => next,
+                    other => panic!("{bytes:02X?} does not leave a character begun: {other:?}"),
+                })
+        };
+        let named: [&[u8]; 8] = [
+            &[0xC2],
+            &[0xE1, 0x80],
+            &[0xE4, 0xB8],
+            &[0xF0, 0x90, 0x80],
+            &[0xE1],
+            &[0xE4],
+            &[0xF0, 0x90],
+            &[0xF1],
+        ];
+        let named: Vec<Partial> = named.iter().map(|bytes| begun(bytes)).collect();
+        // C5, E5 80 and F2 90 80 have one byte to come; E5 and F2 90 two; F2 three.
+        for begun_so_far in [&[0xC5u8][..], &[0xE5, 0x80], &[0xF2, 0x90, 0x80]] {
+            assert_eq!(begun(begun_so_far).representatives(), &named[..4]);
+        }
+        for begun_so_far in [&[0xE5u8][..], &[0xF2, 0x90]] {
+            assert_eq!(begun(begun_so_far).representatives(), &named[4..7]);
+        }
+        assert_eq!(begun(&[0xF2]).representatives(), &named[7..]);
+        for representative in &named {
+            assert_eq!(representative.continuation_range(), (0x80, 0xBF));
+        }
+        assert!(begun(&[0xE0]).representatives().is_empty());
+        assert!(begun(&[0xED]).representatives().is_empty());
+        assert!(begun(&[0xF0]).representatives().is_empty());
+        assert!(begun(&[0xF4]).representatives().is_empty());
     }
 
     #[test]

@@ -331,6 +331,29 @@ fn strings_over(units: &[&[u8]], longest: usize) -> Vec<Vec<u8>> {
     strings
 }
 
+/// Strings of one or two characters from several scripts (Latin, Cyrillic, Hangul Jamo
+/// at U+1100, U+1140 and U+1160, CJK at U+4E16 and below U+4E00, an emoji, U+10000), with the quote and backslash, plus
+/// every proper prefix and suffix of the multi-byte ones: tokens that end or begin inside
+/// a character.
+fn scripts_vocabulary() -> Arc<VocabularyIndex> {
+    let characters = [
+        "a", "\"", "\\", "é", "ж", "ᄀ", "ᅀ", "ᅠ", "世", "䀀", "😀", "𐀀",
+    ];
+    let units: Vec<&[u8]> = characters.iter().map(|text| text.as_bytes()).collect();
+    let mut tokens = strings_over(&units, 2);
+    for character in characters {
+        let bytes = character.as_bytes();
+        for cut in 1..bytes.len() {
+            tokens.push(bytes[..cut].to_vec());
+            tokens.push(bytes[cut..].to_vec());
+            tokens.push([&bytes[cut..], b"a"].concat());
+        }
+    }
+    tokens.sort();
+    tokens.dedup();
+    with_end_of_generation("scripts", tokens)
+}
+
 /// Every string of one to `longest` units over `units`, with an end-of-generation token
 /// first.
 fn strings_vocabulary(units: &[&[u8]], longest: usize) -> Arc<VocabularyIndex> {
@@ -389,6 +412,29 @@ proptest! {
             .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
         let units: [&[u8]; 4] = [b"b", b"c", b"d", b"x"];
         check_walk_with(&grammar, seed, strings_vocabulary(&units, 4), 12)?;
+    }
+
+    /// Items in the middle of a character whose every completion their class takes carry
+    /// one representative partial per shape (E4 and E5 alike), so masks must still equal
+    /// brute force across scripts, classes that take only part of a lead byte's range
+    /// (CJK from U+4E00), overlapping classes, `.`, and tokens that end or begin inside a
+    /// character.
+    #[test]
+    fn masks_equal_brute_force_inside_characters_of_many_scripts(seed in any::<u64>(), which in 0usize..7) {
+        let grammars = [
+            "root ::= \"\\\"\" [^\"\\\\]* \"\\\"\"",
+            "root ::= [一-龥]* \"a\"",
+            "root ::= ([а-я] | [^a-z])* \"a\"",
+            "root ::= .* \"a\"",
+            "root ::= ([\\u0080-\\u07FF] \"a\" | [\\U00010000-\\U0010FFFF])* \"a\"",
+            "root ::= ([^a] [ᄀ-ᅟ世])* \"a\"",
+            // After E1 85 some completions are in (U+1140) and some not (U+1160): that
+            // partial keeps its own bytes, though all of E1 80's are in the class.
+            "root ::= [\\u1000-\\u103Fᄀ-ᅟ]* \"a\"",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        check_walk_with(&grammar, seed, scripts_vocabulary(), 10)?;
     }
 
     /// A string loop entered from a state where a few of its bytes lead elsewhere (keys
@@ -573,5 +619,79 @@ proptest! {
         let grammar = CompiledGrammar::from_gbnf(&text)
             .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
         check_walk_with(&grammar, seed, json_string_vocabulary(), 24)?;
+    }
+}
+
+/// Inside a character, next-character rules name exactly the code points that complete
+/// the input's own bytes, though items may carry a representative partial of the same
+/// shape (E1 for E4): checked against accepting each completion, for prefixes of one to
+/// three bytes, in classes that take all of a lead byte's range, part of it, or none.
+#[test]
+fn next_characters_inside_a_character_are_those_that_complete_its_bytes() {
+    let grammars = [
+        "root ::= [^a]* \"a\"",
+        "root ::= [一-龥]* \"a\"",
+        "root ::= (. | [ᄀ-ᅟ] \"b\")* \"a\"",
+        // After E1 85, U+1140 completes it and U+1160 does not, though every completion
+        // of E1 80 is in the class.
+        "root ::= [\\u1000-\\u103Fᄀ-ᅟ]* \"a\"",
+    ];
+    let prefixes: [&[u8]; 7] = [
+        &[0xC3],
+        &[0xE1, 0x85],
+        &[0xE4],
+        &[0xE5],
+        &[0xE4, 0xB8],
+        &[0xE1, 0x84],
+        &[0xF0, 0x9F, 0x98],
+    ];
+    for source in grammars {
+        let grammar = CompiledGrammar::from_gbnf(source).expect("compiles");
+        for prefix in prefixes {
+            let mut matcher = Matcher::new(&grammar);
+            // A whole character first where the grammar takes one, so the prefix's items
+            // have been through a step.
+            if matcher.accept_str("é").is_err() {
+                matcher = Matcher::new(&grammar);
+            }
+            if matcher.accept_bytes(prefix).is_err() {
+                continue;
+            }
+            let next = matcher.next_characters();
+            let length = match prefix[0] {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let completing: Vec<u32> = (0..=0x10FFFFu32)
+                .filter_map(char::from_u32)
+                .filter(|character| {
+                    let mut bytes = [0; 4];
+                    let encoded = character.encode_utf8(&mut bytes).as_bytes();
+                    encoded.len() == length && encoded.starts_with(prefix)
+                })
+                .filter(|character| {
+                    let mut bytes = [0; 4];
+                    let encoded = character.encode_utf8(&mut bytes).as_bytes();
+                    matcher
+                        .fork()
+                        .accept_bytes(&encoded[prefix.len()..])
+                        .is_ok()
+                })
+                .map(u32::from)
+                .collect();
+            let claimed: Vec<u32> = completing
+                .iter()
+                .copied()
+                .filter(|&code_point| next.allowed.contains(code_point))
+                .collect();
+            assert_eq!(claimed, completing, "{source} after {prefix:02X?}");
+            assert_eq!(
+                next.allowed.len(),
+                completing.len() as u64,
+                "{source} after {prefix:02X?}: {:?}",
+                next.rules
+            );
+        }
     }
 }
