@@ -1112,8 +1112,6 @@ pub(crate) fn edge_matches(graph: &GrammarGraph, node: Node, code_point: u32) ->
     }
 }
 
-/// True when a consuming node accepts some scalar in `[low, high]` (a range that holds
-/// no surrogates).
 /// The input's character begun after `byte`, from the one begun before it.
 fn character_begun(before: Partial, byte: u8) -> Partial {
     match before.push(byte) {
@@ -1163,6 +1161,8 @@ fn edge_contains(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool 
     }
 }
 
+/// True when a consuming node accepts some scalar in `[low, high]` (a range that holds
+/// no surrogates).
 pub(crate) fn edge_intersects(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool {
     match node {
         Node::Char { code_point, .. } => (low..=high).contains(&code_point),

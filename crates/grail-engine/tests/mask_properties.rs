@@ -332,9 +332,9 @@ fn strings_over(units: &[&[u8]], longest: usize) -> Vec<Vec<u8>> {
 }
 
 /// Strings of one or two characters from several scripts (Latin, Cyrillic, Hangul Jamo
-/// at U+1100, U+1140 and U+1160, CJK at U+4E16 and below U+4E00, an emoji, U+10000), with the quote and backslash, plus
-/// every proper prefix and suffix of the multi-byte ones: tokens that end or begin inside
-/// a character.
+/// at U+1100, U+1140 and U+1160, CJK at U+4E16 and below U+4E00, an emoji, U+10000),
+/// with the quote and backslash, plus every proper prefix and suffix of the multi-byte
+/// ones (one with an `a` after it too): tokens that end or begin inside a character.
 fn scripts_vocabulary() -> Arc<VocabularyIndex> {
     let characters = [
         "a", "\"", "\\", "é", "ж", "ᄀ", "ᅀ", "ᅠ", "世", "䀀", "😀", "𐀀",
@@ -415,8 +415,8 @@ proptest! {
     }
 
     /// Items in the middle of a character whose every completion their class takes carry
-    /// one representative partial per shape (E4 and E5 alike), so masks must still equal
-    /// brute force across scripts, classes that take only part of a lead byte's range
+    /// one representative partial per shape (E4 and E5 alike), so walks that learn such
+    /// states must still give the masks that stepping each token gives, across scripts, classes that take only part of a lead byte's range
     /// (CJK from U+4E00), overlapping classes, `.`, and tokens that end or begin inside a
     /// character.
     #[test]
