@@ -416,9 +416,9 @@ proptest! {
 
     /// Items in the middle of a character whose every completion their class takes carry
     /// one representative partial per shape (E4 and E5 alike), so walks that learn such
-    /// states must still give the masks that stepping each token gives, across scripts, classes that take only part of a lead byte's range
-    /// (CJK from U+4E00), overlapping classes, `.`, and tokens that end or begin inside a
-    /// character.
+    /// states must still give the masks that stepping each token gives, across scripts,
+    /// classes that take only part of a lead byte's range (CJK from U+4E00), overlapping
+    /// classes, `.`, and tokens that end or begin inside a character.
     #[test]
     fn masks_equal_brute_force_inside_characters_of_many_scripts(seed in any::<u64>(), which in 0usize..7) {
         let grammars = [
