@@ -72,11 +72,14 @@ pub fn format_verified(source: &str) -> Result<String, FormatError> {
 
 /// Prints rules canonically, without comments (for grammars built as data).
 pub fn print_rules(rules: &[Rule]) -> String {
-    let grammar = Grammar {
-        rules: rules.to_vec(),
-        comments: Vec::new(),
+    let mut formatter = Formatter {
+        source: "",
+        comments: &[],
+        next_comment: 0,
+        out: String::new(),
     };
-    format("", &grammar)
+    formatter.grammar(rules);
+    formatter.out
 }
 
 /// Appends the one-line form of `alternatives` to `out`.

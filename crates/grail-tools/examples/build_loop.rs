@@ -1,8 +1,9 @@
 //! Builds the seeds' tool-call grammar N times (default 2000), for `perf stat` and
-//! `perf record` (a plain loop: no harness frames in the profile):
+//! `perf record` (a plain loop: no harness frames in the profile); with `gbnf` after N,
+//! each build is also printed as GBNF:
 //!
 //!     cargo build --profile bench -p grail-tools --example build_loop
-//!     perf stat -e instructions target/release/examples/build_loop 2000
+//!     perf stat -e instructions target/release/examples/build_loop 2000 [gbnf]
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -14,6 +15,7 @@ fn main() {
         .nth(1)
         .map(|text| text.parse().expect("a number of rounds"))
         .unwrap_or(2000);
+    let print = std::env::args().nth(2).is_some_and(|mode| mode == "gbnf");
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/tools/seeds.tools.json"
@@ -25,15 +27,19 @@ fn main() {
         ..CallOptions::default()
     };
     let started = std::time::Instant::now();
-    let mut rules = 0;
+    let (mut rules, mut printed_bytes) = (0, 0);
     for _ in 0..rounds {
         let grammar = tool_call_grammar(&registry, &options).expect("a grammar");
         rules += grammar.grammar.rule_ids().count();
+        if print {
+            printed_bytes += grammar.gbnf().len();
+        }
     }
     let elapsed = started.elapsed();
     println!(
-        "{rounds} builds, {} rules each, {:.1} us per build",
+        "{rounds} builds, {} rules each ({} bytes of GBNF printed each), {:.1} us per build",
         rules / rounds.max(1),
+        printed_bytes / rounds.max(1),
         elapsed.as_secs_f64() * 1e6 / rounds.max(1) as f64
     );
 }
