@@ -12,14 +12,37 @@ use std::sync::Arc;
 
 use grail_engine::CompiledGrammar;
 use grail_gen::{Message, SamplingParams};
+use grail_grammar::{Grammar, print_grammar};
 
 /// The grammar of one request.
 #[derive(Debug, Clone)]
 pub struct RequestGrammar {
     /// Compiled for Grail's engine.
     pub compiled: Arc<CompiledGrammar>,
-    /// As GBNF (what llama-server and vLLM are sent).
-    pub gbnf: Arc<str>,
+    /// The grammar itself, printed as GBNF only for a backend that is sent one.
+    source: Arc<Grammar>,
+    /// The GBNF text, once printed (shared by the request's attempts).
+    gbnf: Arc<std::sync::OnceLock<Arc<str>>>,
+}
+
+impl RequestGrammar {
+    /// `grammar`, compiled as `compiled`.
+    pub fn new(grammar: Grammar, compiled: CompiledGrammar) -> RequestGrammar {
+        RequestGrammar {
+            compiled: Arc::new(compiled),
+            source: Arc::new(grammar),
+            gbnf: Arc::default(),
+        }
+    }
+
+    /// The grammar as GBNF (what llama-server and vLLM are sent), printed on first use:
+    /// the embedded model never needs it, and printing costs about as much as building a
+    /// tool-call grammar.
+    pub fn gbnf(&self) -> Arc<str> {
+        self.gbnf
+            .get_or_init(|| print_grammar(&self.source).into())
+            .clone()
+    }
 }
 
 /// One answer to write.

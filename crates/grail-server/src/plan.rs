@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use grail_engine::{CompileOptions, CompiledGrammar};
 use grail_gen::{Message, SamplingParams, messages_with_tools};
-use grail_grammar::{CheckOptions, Grammar, compose, print_grammar};
+use grail_grammar::{CheckOptions, Grammar, compose};
 use grail_schema::{Mode, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 use grail_tools::{
     CallOptions, ToolChoice, ToolRegistry, ToolsError, WireFormat, tool_call_grammar,
@@ -754,8 +754,5 @@ fn compile(grammar: Grammar) -> Result<RequestGrammar, ApiError> {
                 format!("the request's grammar cannot be compiled: {error}"),
             )
         })?;
-    Ok(RequestGrammar {
-        compiled: Arc::new(compiled),
-        gbnf: print_grammar(&grammar).into(),
-    })
+    Ok(RequestGrammar::new(grammar, compiled))
 }

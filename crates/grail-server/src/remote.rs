@@ -94,9 +94,9 @@ impl RemoteBackend {
         }
         if let Some(grammar) = &request.grammar {
             match self.kind {
-                RemoteKind::LlamaServer => body["grammar"] = json!(&*grammar.gbnf),
+                RemoteKind::LlamaServer => body["grammar"] = json!(&*grammar.gbnf()),
                 RemoteKind::OpenAiCompatible => {
-                    body["structured_outputs"] = json!({"grammar": &*grammar.gbnf})
+                    body["structured_outputs"] = json!({"grammar": &*grammar.gbnf()})
                 }
             }
         }
