@@ -302,13 +302,25 @@ impl Matcher {
         if let Some(bounds) = &self.twin_bounds {
             return bounds.clone();
         }
+        // Copies are many (every copy of every bounded repetition) and their classes
+        // few: each class is asked of the vocabulary once (its memo takes a lock).
+        let mut runs: Vec<(u128, u32)> = Vec::new();
+        let mut run_of = |bytes: u128| match runs.iter().find(|(class, _)| *class == bytes) {
+            Some(&(_, run)) => run,
+            None => {
+                let run = index.longest_run(bytes);
+                runs.push((bytes, run));
+                run
+            }
+        };
+        let mut json_units: Option<u32> = None;
         let bounds: Arc<[u32]> = self
             .graph()
             .counted
             .iter()
             .map(|copy| match (copy.class_bytes, copy.json_char_starts) {
-                (Some(bytes), _) => index.longest_run(bytes),
-                (None, Some(_)) => index.longest_json_units(),
+                (Some(bytes), _) => run_of(bytes),
+                (None, Some(_)) => *json_units.get_or_insert_with(|| index.longest_json_units()),
                 (None, None) => index.longest_text(),
             })
             .collect();
