@@ -1,6 +1,6 @@
 //! Builds the seeds' tool-call grammar N times (default 2000), for `perf stat` and
 //! `perf record` (a plain loop: no harness frames in the profile); with `gbnf` after N,
-//! each build is also printed as GBNF:
+//! each build is also printed as GBNF. `BUILD_LOOP_TOOLS=FILE` builds another registry:
 //!
 //!     cargo build --profile bench -p grail-tools --example build_loop
 //!     perf stat -e instructions target/release/examples/build_loop 2000 [gbnf]
@@ -16,11 +16,12 @@ fn main() {
         .map(|text| text.parse().expect("a number of rounds"))
         .unwrap_or(2000);
     let print = std::env::args().nth(2).is_some_and(|mode| mode == "gbnf");
-    let path = concat!(
+    let seeds = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/tools/seeds.tools.json"
     );
-    let text = std::fs::read_to_string(path).expect("the seeds' tools");
+    let path = std::env::var("BUILD_LOOP_TOOLS").unwrap_or_else(|_| seeds.to_string());
+    let text = std::fs::read_to_string(&path).expect("a tool registry file");
     let registry = ToolRegistry::from_json_text(&text).expect("a registry");
     let options = CallOptions {
         choice: ToolChoice::Required,
