@@ -29,13 +29,18 @@ const INDENT: usize = 4;
 /// Formats a parsed grammar canonically, keeping its comments. `source` is the text
 /// `grammar` was parsed from (comments and blank lines are read from it).
 pub fn format(source: &str, grammar: &Grammar) -> String {
+    format_rules(source, &grammar.comments, &grammar.rules)
+}
+
+/// `rules` formatted, with `comments` (spans in `source`) where they were.
+fn format_rules(source: &str, comments: &[Span], rules: &[Rule]) -> String {
     let mut formatter = Formatter {
         source,
-        comments: &grammar.comments,
+        comments,
         next_comment: 0,
         out: String::new(),
     };
-    formatter.grammar(&grammar.rules);
+    formatter.grammar(rules);
     formatter.out
 }
 
@@ -72,14 +77,7 @@ pub fn format_verified(source: &str) -> Result<String, FormatError> {
 
 /// Prints rules canonically, without comments (for grammars built as data).
 pub fn print_rules(rules: &[Rule]) -> String {
-    let mut formatter = Formatter {
-        source: "",
-        comments: &[],
-        next_comment: 0,
-        out: String::new(),
-    };
-    formatter.grammar(rules);
-    formatter.out
+    format_rules("", &[], rules)
 }
 
 /// Appends the one-line form of `alternatives` to `out`.
