@@ -48,9 +48,9 @@ fixed names). --bench is never written to.
 
 Per engine one run (of --runs) is reported. llguidance compiles its grammar afresh for every run,
 so each of its runs starts cold; its run with the lowest median is reported. Grail compiles once
-and every run is a fresh matcher on that compiled grammar; each matcher learns its parse states
-anew, but later runs find the vocabulary's memos (loop slices, run lengths) built and the heap
-warm, so Grail's first run, which pays for those too, is the one reported (--grail-run best picks the lowest median instead, as
+and every run is a fresh matcher on that compiled grammar; later runs start from what earlier
+matchers of the grammar learned (parse states, walks, masks) and find the vocabulary's memos
+(loop slices, run lengths) built, so Grail's first run, the cold one, is the one reported (--grail-run best picks the lowest median instead, as
 scripts/side_by_side.py does). Ratios are Grail / llguidance (below 1: Grail is
 faster). The summary gives the geometric means of the per-schema median and p99 ratios over the
 schemas where every document token was in both engines' masks, and the schemas where Grail's p99

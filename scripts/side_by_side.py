@@ -11,9 +11,10 @@ Run it with a Python that has the peers installed (see ../shared/bench/README.md
 
 Each peer compiles its grammar afresh for every run, so its runs all start cold; its run with
 the lowest median is reported. Grail compiles once and runs fresh matchers on that grammar;
-each learns its parse states anew, but later runs find the vocabulary's memos (loop slices,
-run lengths) built and the heap warm: Grail's first (cold) run is reported (`--grail-run
-best`: the lowest median of all runs).
+later runs start from what earlier matchers of the grammar learned (parse states, walks and
+masks: what a server's later requests with the same grammar see) and find the vocabulary's
+memos built: Grail's first (cold) run is reported (`--grail-run best`: the lowest median of
+all runs, which is then a warm one).
 
 Ratios are Grail / peer (below 1: Grail is faster). The machine is shared and noisy;
 compare runs made together, not against old tables.

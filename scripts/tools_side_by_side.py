@@ -17,9 +17,9 @@ measurement) on a scratch copy of the harness whose inputs/c.gbnf is the tool-ca
 and whose vocab/NAME.docs.json holds the documents' ids (--bench is never written to).
 
 Per document, llguidance's run with the lowest median is reported (it compiles afresh for
-every run, so each starts cold) and Grail's first run (later ones find the vocabulary's memos
-built and the heap warm, though each matcher learns its states anew; `--grail-run best` takes the
-lowest median instead); ratios are Grail /
+every run, so each starts cold) and Grail's first run (later ones start from what earlier
+matchers of the grammar learned and find the vocabulary's memos built; `--grail-run best` takes
+the lowest median instead, a warm run); ratios are Grail /
 llguidance (below 1: Grail is faster); the summary gives the geometric means of the
 per-document median and p99 ratios. The machine is shared and noisy: compare runs made
 together.

@@ -18,6 +18,7 @@ use crate::counted::{
 };
 use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
+use crate::learned::LearnedStore;
 use crate::limits::EngineLimits;
 use crate::prepare::{Prepared, prepare};
 use crate::ranges::ScalarSet;
@@ -115,6 +116,8 @@ pub(crate) struct GrammarGraph {
     /// `counted::countable_nodes`); empty when none.
     pub(crate) countable_nodes: Vec<u64>,
     pub(crate) limits: EngineLimits,
+    /// What this grammar's matchers learned, for the next ones (`learned.rs`).
+    pub(crate) learned: LearnedStore,
 }
 
 impl CompiledGrammar {
@@ -220,6 +223,7 @@ impl CompiledGrammar {
                 counted: builder.counted,
                 countable_nodes,
                 limits: options.limits,
+                learned: LearnedStore::default(),
             }),
         })
     }

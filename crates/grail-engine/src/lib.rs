@@ -25,6 +25,7 @@ mod counted;
 mod error;
 mod inline;
 mod item_set;
+mod learned;
 mod limits;
 mod mask;
 mod mask_cache;

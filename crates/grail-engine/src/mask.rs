@@ -37,9 +37,7 @@ impl Matcher {
     /// [`Matcher::fill_mask`], [`Matcher::is_token_allowed`] and
     /// [`Matcher::rollback_tokens`].
     pub fn with_vocabulary(grammar: &CompiledGrammar, vocabulary: Arc<VocabularyIndex>) -> Matcher {
-        let mut matcher = Matcher::new(grammar);
-        matcher.vocabulary = Some(vocabulary);
-        matcher
+        Matcher::starting(grammar, Some(vocabulary))
     }
 
     /// The vocabulary, when the matcher has one.

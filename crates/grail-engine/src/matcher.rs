@@ -152,9 +152,32 @@ pub struct Matcher {
     pub(crate) twin_bounds: Option<Arc<[u32]>>,
 }
 
+impl Drop for Matcher {
+    /// Hands what this matcher learned to the next matcher of its grammar.
+    fn drop(&mut self) {
+        self.grammar.inner.learned.hand_back(
+            self.vocabulary.as_ref(),
+            &self.cache,
+            self.twin_bounds.as_ref(),
+        );
+    }
+}
+
 impl Matcher {
     /// A matcher at the start of the grammar, keeping its whole history for rollback.
+    /// It starts from the parse states earlier matchers of the same compiled grammar
+    /// learned, and hands on what it learns when dropped.
     pub fn new(grammar: &CompiledGrammar) -> Matcher {
+        Matcher::starting(grammar, None)
+    }
+
+    /// A matcher at the start of `grammar`, with `vocabulary` for tokens and masks,
+    /// starting from what earlier matchers of `grammar` with it learned.
+    pub(crate) fn starting(
+        grammar: &CompiledGrammar,
+        vocabulary: Option<Arc<VocabularyIndex>>,
+    ) -> Matcher {
+        let inheritance = grammar.inner.learned.inherit(vocabulary.as_ref());
         let mut matcher = Matcher {
             grammar: grammar.clone(),
             frames: Vec::new(),
@@ -162,13 +185,13 @@ impl Matcher {
             items: Vec::new(),
             steps: Vec::new(),
             history_limit: None,
-            cache: Arc::default(),
-            vocabulary: None,
+            cache: inheritance.step_cache,
+            vocabulary,
             token_starts: Vec::new(),
             steps_dropped: 0,
-            mask_cache: Arc::default(),
+            mask_cache: inheritance.mask_cache,
             walk_buffers: WalkBufferPool::default(),
-            twin_bounds: None,
+            twin_bounds: inheritance.twin_bounds,
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 ..Scratch::default()

@@ -381,6 +381,11 @@ pub(crate) struct StepCache {
 }
 
 impl StepCache {
+    /// How many states are interned.
+    pub(crate) fn state_count(&self) -> usize {
+        self.states.len()
+    }
+
     /// The state described by `key`, interning it (with its items) if there is room.
     pub(crate) fn intern(
         &mut self,

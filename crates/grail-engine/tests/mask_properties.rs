@@ -254,6 +254,26 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Matchers made one after another from one compiled grammar start from what the
+    /// earlier ones learned (parse states, walks and masks, per vocabulary): with two
+    /// vocabularies taking turns, every mask of every walk still equals brute force.
+    #[test]
+    fn later_matchers_of_a_grammar_inherit_learning_without_mixing_vocabularies(
+        text in grammar_text(),
+        seed in any::<u64>(),
+    ) {
+        let grammar = compile(&text);
+        let (small, bulk) = (vocabulary(), bulk_vocabulary());
+        for walk in 0..6u64 {
+            let index = if walk % 2 == 0 { small.clone() } else { bulk.clone() };
+            check_walk_with(&grammar, seed.wrapping_add(walk / 2), index, 6)?;
+        }
+    }
+}
+
+proptest! {
     // Brute force over 585 tokens per step: fewer cases (each is slow in debug builds).
     #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
 
