@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// Attempts per answer when the validator refuses one (the first included).
     #[arg(long, default_value_t = 3)]
     max_attempts: usize,
+    /// Request grammars kept for later requests with the same tools and formats: those
+    /// skip building and compiling, and their masks start from what earlier requests
+    /// learned (0: keep none).
+    #[arg(long, default_value_t = grail_server::grammar_cache::DEFAULT_GRAMMAR_CACHE_ENTRIES)]
+    grammar_cache: usize,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 4 * 1024 * 1024)]
     max_body_bytes: usize,
@@ -136,6 +141,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         request_timeout: timeout,
         max_attempts: args.max_attempts,
         log_requests: !args.quiet,
+        grammar_cache_entries: args.grammar_cache,
         plan: PlanSettings {
             wire: args.wire,
             default_max_tokens: args.default_max_tokens,

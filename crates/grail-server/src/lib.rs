@@ -4,6 +4,9 @@
 //!
 //! - [`plan::plan`]: a chat request becomes one grammar (tools, `response_format`,
 //!   `grammar`), the conversation with the tools' prompt, and how the answer is checked.
+//! - [`grammar_cache::GrammarCache`]: the compiled grammars of earlier requests, for later
+//!   ones with the same tools and formats (their matchers start from what earlier ones
+//!   learned).
 //! - [`backend::Backend`]: what writes the text — [`embedded::EmbeddedBackend`] (a model
 //!   in this process, requests queued) or [`remote::RemoteBackend`].
 //! - [`complete::answer`]: every piece checked against the grammar as it arrives, the
@@ -17,6 +20,7 @@ pub mod backend;
 pub mod complete;
 pub mod embedded;
 pub mod error;
+pub mod grammar_cache;
 pub mod plan;
 pub mod remote;
 pub mod server;

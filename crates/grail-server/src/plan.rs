@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::api::{ChatMessage, ChatRequest};
 use crate::backend::RequestGrammar;
 use crate::error::ApiError;
+use crate::grammar_cache::{Constraint, GrammarCache, constraint_key};
 
 /// Server-wide settings that shape every plan.
 #[derive(Debug, Clone)]
@@ -106,7 +107,14 @@ pub struct Plan {
 }
 
 /// Builds the plan of `request` (a 400 error naming the field when it cannot be served).
-pub fn plan(request: ChatRequest, settings: &PlanSettings) -> Result<Plan, ApiError> {
+///
+/// `cache` keeps the compiled grammars of earlier requests: a request whose tools and
+/// formats were seen before takes its grammar from there (see [`GrammarCache`]).
+pub fn plan(
+    request: ChatRequest,
+    settings: &PlanSettings,
+    cache: &GrammarCache,
+) -> Result<Plan, ApiError> {
     refuse_unsupported(&request)?;
     let max_tokens = match request.max_completion_tokens.or(request.max_tokens) {
         None => settings.default_max_tokens,
@@ -131,64 +139,37 @@ pub fn plan(request: ChatRequest, settings: &PlanSettings) -> Result<Plan, ApiEr
     };
     let sampling = sampling(&request, settings)?;
     let stops = stops(request.stop.as_ref())?;
-    let mut warnings = Vec::new();
-
-    let text_grammar = text_constraint(&request, &mut warnings)?;
-    let (text_grammar, text_check) = match text_grammar {
-        Some((grammar, check)) => (Some(grammar), check),
-        None => (None, TextCheck::default()),
-    };
     let tools = match &request.tools {
         Some(tools) if !tools.is_empty() => Some(registry(tools)?),
         _ => None,
     };
     let choice = tool_choice(request.tool_choice.as_ref(), tools.as_ref())?;
     let messages = conversation(&request.messages, settings.wire)?;
-
-    let (grammar, answer, messages) = match (tools, choice) {
+    let constraint = cache.get_or_build(constraint_key(&request), || {
+        build_constraint(&request, tools.as_ref(), &choice, settings)
+    })?;
+    let warnings = constraint.warnings.clone();
+    let text_check = constraint.text_check.clone();
+    let (answer, messages) = match (tools, choice) {
         (Some(registry), choice) if choice != ToolChoice::None => {
-            let options = CallOptions {
-                wire: settings.wire,
-                choice: choice.clone(),
-                max_calls: match request.parallel_tool_calls {
-                    Some(true) => Some(settings.max_parallel_calls),
-                    _ => Some(1),
-                },
-                ..CallOptions::default()
-            };
-            // With `auto` and a text constraint, calls and constrained text are the union.
-            let calls_options = match (&choice, &text_grammar) {
-                (ToolChoice::Auto, Some(_)) => CallOptions {
-                    choice: ToolChoice::Required,
-                    ..options.clone()
-                },
-                _ => options.clone(),
-            };
-            let calls = tool_call_grammar(&registry, &calls_options).map_err(tools_error)?;
-            for (tool, diagnostic) in &calls.diagnostics {
-                warnings.push(format!("tool `{tool}`: {}", diagnostic.message));
-            }
-            let grammar = match (&choice, text_grammar) {
-                (ToolChoice::Auto, Some(text)) => compose::union(&calls.grammar, &text, "root"),
-                _ => calls.grammar,
-            };
+            let options = call_options(&request, settings, choice);
             let messages = messages_with_tools(&registry, &options, &messages);
             let answer = AnswerKind::Tools {
                 registry: Arc::new(registry),
                 options: Box::new(options),
-                text: text_check.clone(),
+                text: text_check,
             };
-            (Some(grammar), answer, messages)
+            (answer, messages)
         }
         _ => {
             let messages = match &text_check.schema {
                 Some(schema) => with_schema_prompt(messages, schema),
                 None => messages,
             };
-            (text_grammar, AnswerKind::Text(text_check), messages)
+            (AnswerKind::Text(text_check), messages)
         }
     };
-    let grammar = grammar.map(compile).transpose()?;
+    let grammar = constraint.grammar.clone();
     Ok(Plan {
         messages,
         grammar,
@@ -201,6 +182,58 @@ pub fn plan(request: ChatRequest, settings: &PlanSettings) -> Result<Plan, ApiEr
             .stream_options
             .as_ref()
             .is_some_and(|options| options.include_usage),
+        warnings,
+    })
+}
+
+/// How calls are written for `request` with `choice`.
+fn call_options(request: &ChatRequest, settings: &PlanSettings, choice: ToolChoice) -> CallOptions {
+    CallOptions {
+        wire: settings.wire,
+        choice,
+        max_calls: match request.parallel_tool_calls {
+            Some(true) => Some(settings.max_parallel_calls),
+            _ => Some(1),
+        },
+        ..CallOptions::default()
+    }
+}
+
+/// The grammar of `request`'s whole answer, compiled (tools, `response_format`,
+/// `grammar`), with what text must meet beyond it: what [`GrammarCache`] keeps.
+fn build_constraint(
+    request: &ChatRequest,
+    tools: Option<&ToolRegistry>,
+    choice: &ToolChoice,
+    settings: &PlanSettings,
+) -> Result<Constraint, ApiError> {
+    let mut warnings = Vec::new();
+    let (text_grammar, text_check) = match text_constraint(request, &mut warnings)? {
+        Some((grammar, check)) => (Some(grammar), check),
+        None => (None, TextCheck::default()),
+    };
+    let grammar = match tools {
+        Some(registry) if *choice != ToolChoice::None => {
+            // With `auto` and a text constraint, calls and constrained text are the union.
+            let calls_choice = match (choice, &text_grammar) {
+                (ToolChoice::Auto, Some(_)) => ToolChoice::Required,
+                _ => choice.clone(),
+            };
+            let calls_options = call_options(request, settings, calls_choice);
+            let calls = tool_call_grammar(registry, &calls_options).map_err(tools_error)?;
+            for (tool, diagnostic) in &calls.diagnostics {
+                warnings.push(format!("tool `{tool}`: {}", diagnostic.message));
+            }
+            Some(match (choice, text_grammar) {
+                (ToolChoice::Auto, Some(text)) => compose::union(&calls.grammar, &text, "root"),
+                _ => calls.grammar,
+            })
+        }
+        _ => text_grammar,
+    };
+    Ok(Constraint {
+        grammar: grammar.map(compile).transpose()?,
+        text_check,
         warnings,
     })
 }

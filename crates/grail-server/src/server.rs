@@ -19,6 +19,7 @@ use crate::api::ChatRequest;
 use crate::backend::Backend;
 use crate::complete::{Completion, Event, answer};
 use crate::error::ApiError;
+use crate::grammar_cache::{DEFAULT_GRAMMAR_CACHE_ENTRIES, GrammarCache};
 use crate::plan::{PlanSettings, plan};
 
 /// How the server runs.
@@ -36,6 +37,9 @@ pub struct ServerSettings {
     pub log_requests: bool,
     /// How requests become plans.
     pub plan: PlanSettings,
+    /// Request grammars kept for later requests with the same tools and formats
+    /// (0: none; see `grammar_cache.rs`).
+    pub grammar_cache_entries: usize,
 }
 
 impl Default for ServerSettings {
@@ -47,6 +51,7 @@ impl Default for ServerSettings {
             max_attempts: 3,
             log_requests: true,
             plan: PlanSettings::default(),
+            grammar_cache_entries: DEFAULT_GRAMMAR_CACHE_ENTRIES,
         }
     }
 }
@@ -57,6 +62,7 @@ pub struct AppState {
     settings: ServerSettings,
     shutting_down: AtomicBool,
     next_id: AtomicU64,
+    grammars: Arc<GrammarCache>,
 }
 
 impl AppState {
@@ -64,6 +70,7 @@ impl AppState {
     pub fn new(backend: Arc<dyn Backend>, settings: ServerSettings) -> Arc<AppState> {
         Arc::new(AppState {
             backend,
+            grammars: Arc::new(GrammarCache::new(settings.grammar_cache_entries)),
             settings,
             shutting_down: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
@@ -161,6 +168,8 @@ struct RequestLog {
     code: Option<&'static str>,
     completion: Option<(usize, usize, usize)>,
     warnings: usize,
+    /// Planning time, in ms: the grammar built and compiled, or taken from the cache.
+    plan_ms: Option<f64>,
 }
 
 impl RequestLog {
@@ -187,6 +196,9 @@ impl RequestLog {
         if self.warnings > 0 {
             line["warnings"] = json!(self.warnings);
         }
+        if let Some(plan_ms) = self.plan_ms {
+            line["plan_ms"] = json!((plan_ms * 1e3).round() / 1e3);
+        }
         eprintln!("{line}");
     }
 }
@@ -201,6 +213,7 @@ async fn chat_completions(State(state): State<Arc<AppState>>, body: Body) -> Res
         code: None,
         completion: None,
         warnings: 0,
+        plan_ms: None,
     };
     let response = match start(&state, body, &mut log).await {
         Ok(response) => response,
@@ -258,7 +271,9 @@ async fn start(
     })?;
     // Plans compile grammars (a big schema takes milliseconds): off the async threads.
     let settings = state.settings.plan.clone();
-    let plan = tokio::task::spawn_blocking(move || plan(request, &settings))
+    let grammars = state.grammars.clone();
+    let planning = Instant::now();
+    let plan = tokio::task::spawn_blocking(move || plan(request, &settings, &grammars))
         .await
         .map_err(|_| {
             ApiError::new(
@@ -268,6 +283,7 @@ async fn start(
                 "planning the request failed",
             )
         })??;
+    log.plan_ms = Some(planning.elapsed().as_secs_f64() * 1e3);
     log.stream = plan.stream;
     log.warnings = plan.warnings.len();
     let (sender, mut receiver) = mpsc::channel::<Event>(64);
@@ -325,7 +341,7 @@ async fn start(
     };
     let state = state.clone();
     let started = log.started;
-    let warnings = log.warnings;
+    let (warnings, plan_ms) = (log.warnings, log.plan_ms);
     let (body_sender, body_receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     tokio::spawn(async move {
         let mut log = RequestLog {
@@ -336,6 +352,7 @@ async fn start(
             code: None,
             completion: None,
             warnings,
+            plan_ms,
         };
         let send = |text: String| {
             let body_sender = body_sender.clone();
