@@ -38,9 +38,17 @@ pub struct BenchArgs {
     /// added).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
-    /// Runs over the document, each with a fresh matcher.
+    /// Runs over the document, each with a fresh matcher. The first is cold; later ones
+    /// start from what earlier matchers of the grammar learned (on this document, so
+    /// their masks are mostly remembered ones: see --warm-ids for another document).
     #[arg(long, default_value_t = 2)]
     pub runs: usize,
+    /// A JSON array of the token ids of another document of the grammar: before the timed
+    /// runs, a matcher goes through it (masks included) and is dropped, so every timed run
+    /// starts from what it learned, as a server's later request with the same grammar
+    /// does.
+    #[arg(long)]
+    pub warm_ids: Option<PathBuf>,
     /// Fresh compiles timed.
     #[arg(long, default_value_t = 3)]
     pub compile_reps: usize,
@@ -231,6 +239,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let grammar = grammar.expect("at least one compile");
     let mut mask = TokenBitmask::new(size);
+    let warm_tokens = match &args.warm_ids {
+        Some(path) => Some(warm_up(&grammar, &index, path, &mut mask)?),
+        None => None,
+    };
     let mut runs = Vec::new();
     let mut dump = match &args.dump_masks {
         Some(path) => Some(std::io::BufWriter::new(
@@ -309,6 +321,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         "compile_ms_first": (compile_ms[0] * 1e3).round() / 1e3,
         "compile_ms_median": (sorted[sorted.len() / 2] * 1e3).round() / 1e3,
         "compile_ms_all": compile_ms.iter().map(|ms| (ms * 1e3).round() / 1e3).collect::<Vec<_>>(),
+        "warm_tokens": warm_tokens,
         "runs": runs,
         "sequences": sequences,
         "rss_kib": {
@@ -337,6 +350,31 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Runs a matcher of `grammar` through the document whose ids are in `path`, a mask at
+/// every step, and drops it (later matchers start from what it learned). Its token count.
+fn warm_up(
+    grammar: &grail_engine::CompiledGrammar,
+    index: &Arc<VocabularyIndex>,
+    path: &Path,
+    mask: &mut TokenBitmask,
+) -> anyhow::Result<usize> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let ids: Vec<u32> = serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not a JSON array of token ids", path.display()))?;
+    let mut matcher = Matcher::with_vocabulary(grammar, index.clone());
+    for (step, &id) in ids.iter().enumerate() {
+        matcher.fill_mask(mask);
+        if !mask.is_set(id) || matcher.accept_token(id).is_err() {
+            bail!(
+                "--warm-ids: token {id} at step {step} of `{}` does not fit the grammar",
+                path.display()
+            );
+        }
+    }
+    Ok(ids.len())
 }
 
 /// Runs `count` forks of one matcher through the document in lockstep (each step: a mask
@@ -385,6 +423,9 @@ fn print_human(result: &Value) {
         "compile: median {} ms (first {} ms)",
         result["compile_ms_median"], result["compile_ms_first"]
     );
+    if let Some(tokens) = result["warm_tokens"].as_u64() {
+        println!("warmed on another document first ({tokens} tokens)");
+    }
     for run in result["runs"].as_array().into_iter().flatten() {
         let mask = &run["mask"];
         println!(
