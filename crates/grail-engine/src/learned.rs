@@ -14,7 +14,10 @@
 //! the parse state's own description); the step cache is copy-on-write, so a matcher
 //! hands its copy back when it is dropped, if it knows more than the one kept. Copies
 //! bigger than [`MAX_KEPT_STATES`] states are not kept: a new matcher that learns
-//! anything copies the table first, and that copy must stay cheap.
+//! anything copies the table first, and that copy must stay cheap. Nor are copies with
+//! more than [`MAX_KEPT_WALK_BYTES`] of remembered walks: what is kept lives as long as
+//! the grammar, so it stays small (about 1 MB of table, 8 MB of walks, and the mask
+//! cache, bounded by the grammar's `max_mask_cache_bytes`).
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -26,6 +29,10 @@ use crate::step_cache::StepCache;
 /// Most states of a step cache kept for later matchers: its transition table is 1 KB per
 /// state, copied once by a later matcher that learns more (about 0.1 ms at this size).
 pub(crate) const MAX_KEPT_STATES: usize = 1024;
+
+/// Most bytes of remembered walks in a step cache kept for later matchers (what is kept
+/// lives as long as the grammar).
+pub(crate) const MAX_KEPT_WALK_BYTES: usize = 8 << 20;
 
 /// Most vocabularies a grammar keeps learning for at once (the oldest make room).
 const MAX_VOCABULARIES: usize = 4;
@@ -116,6 +123,7 @@ impl LearnedStore {
         if !Arc::ptr_eq(&entry.step_cache, step_cache)
             && states > entry.step_cache.state_count()
             && states <= MAX_KEPT_STATES
+            && step_cache.walk_bytes() <= MAX_KEPT_WALK_BYTES
         {
             entry.step_cache = step_cache.clone();
         }

@@ -386,6 +386,11 @@ impl StepCache {
         self.states.len()
     }
 
+    /// Bytes of remembered trie walks.
+    pub(crate) fn walk_bytes(&self) -> usize {
+        self.walk_bytes
+    }
+
     /// The state described by `key`, interning it (with its items) if there is room.
     pub(crate) fn intern(
         &mut self,

@@ -13,9 +13,10 @@
 //! again, and refused again, each time).
 //!
 //! Memory: an entry holds its grammar, the compiled graph and what its matchers learned
-//! for the model's vocabulary — a step cache of at most 1,024 states (about 1 MB) and a
-//! mask cache bounded by the engine's `max_mask_cache_bytes` (64 MB by default, reached
-//! only by grammars with thousands of distinct parse states).
+//! for the model's vocabulary — a step cache of at most 1,024 states (about 1 MB, and at
+//! most 8 MB of remembered walks) and a mask cache bounded by the engine's
+//! `max_mask_cache_bytes` (64 MB by default, reached only by grammars with thousands of
+//! distinct parse states).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
