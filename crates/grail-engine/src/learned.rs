@@ -10,7 +10,7 @@
 //! Walks and masks are facts about one vocabulary (trie ranges, token ids), so what is
 //! learned is kept per vocabulary, told apart by the identity of its
 //! `Arc<VocabularyIndex>` (held weakly: a vocabulary dropped leaves a dead entry, cleared
-//! at the next hand-over). Masks are shared as they are (a locked, bounded map, keyed by
+//! when the grammar's next matcher is made). Masks are shared as they are (a locked, bounded map, keyed by
 //! the parse state's own description); the step cache is copy-on-write, so a matcher
 //! hands its copy back when it is dropped, if it knows more than the one kept. Copies
 //! bigger than [`MAX_KEPT_STATES`] states are not kept: a new matcher that learns
