@@ -87,10 +87,7 @@ fn status_kib(key: &str) -> i64 {
 /// The document's token ids: from --ids, or from a `NAME.docs.json` beside the vocabulary.
 fn document_ids(args: &BenchArgs) -> anyhow::Result<Vec<u32>> {
     if let Some(path) = &args.ids {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read `{}`", path.display()))?;
-        return serde_json::from_str(&text)
-            .with_context(|| format!("`{}` is not a JSON array of token ids", path.display()));
+        return read_ids(path);
     }
     if let Some(tokenizer) = &args.tokenizer {
         return tokenize(tokenizer, &args.doc);
@@ -114,6 +111,14 @@ fn document_ids(args: &BenchArgs) -> anyhow::Result<Vec<u32>> {
         "no token ids for `{}`: give a tokenizer.json with --tokenizer FILE, the ids with --ids FILE (a JSON array), or put them in a NAME.docs.json next to the vocabulary",
         args.doc.display()
     )
+}
+
+/// Token ids from a file holding a JSON array of them.
+fn read_ids(path: &Path) -> anyhow::Result<Vec<u32>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not a JSON array of token ids", path.display()))
 }
 
 /// True for a Hugging Face tokenizer file (not the engine-neutral `vocab.json`).
@@ -360,10 +365,7 @@ fn warm_up(
     path: &Path,
     mask: &mut TokenBitmask,
 ) -> anyhow::Result<usize> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let ids: Vec<u32> = serde_json::from_str(&text)
-        .with_context(|| format!("`{}` is not a JSON array of token ids", path.display()))?;
+    let ids = read_ids(path)?;
     let mut matcher = Matcher::with_vocabulary(grammar, index.clone());
     for (step, &id) in ids.iter().enumerate() {
         matcher.fill_mask(mask);
