@@ -41,8 +41,8 @@ pub struct VocabularyIndex {
     /// [`VocabularyIndex::tokens_with_run_longer_than`]).
     long_runs: Memo<(u128, u32), Arc<[u32]>>,
     /// Per token id, the JSON string characters its text starts with (see
-    /// [`VocabularyIndex::json_units`]); one entry, built on first need.
-    json_units: Memo<(), (Arc<[JsonUnits]>, u8)>,
+    /// [`VocabularyIndex::json_units`]), grouped for the masks made from them.
+    json_units: JsonUnitTable,
     /// Tokens with too many or too few JSON string characters, by bound.
     long_json_units: Memo<JsonUnitBound, Arc<[u32]>>,
 }
@@ -57,6 +57,9 @@ impl VocabularyIndex {
             .filter(|&(_, bytes, kind)| kind == crate::TokenKind::Text && bytes.is_empty())
             .map(|(id, _, _)| id)
             .collect();
+        // Read here, with the vocabulary's setup, not in the first mask that needs it (a
+        // few milliseconds with Llama 3): it depends on the vocabulary alone.
+        let json_units = JsonUnitTable::new(&vocabulary);
         let index = VocabularyIndex {
             vocabulary,
             trie,
@@ -65,7 +68,7 @@ impl VocabularyIndex {
             loop_slices: Memo::new(MAX_LOOP_SLICES),
             longest_runs: Memo::new(MAX_REMEMBERED_RUNS),
             long_runs: Memo::new(MAX_REMEMBERED_LONG_RUNS),
-            json_units: Memo::new(1),
+            json_units,
             long_json_units: Memo::new(MAX_REMEMBERED_LONG_UNITS),
         };
         // Every JSON grammar loops on it: built here, with the vocabulary's setup.
@@ -125,37 +128,15 @@ impl VocabularyIndex {
 
     /// Per token id, how many characters of a JSON string its text starts with and
     /// whether it ends the string after them (see [`JsonUnits`]; special tokens read
-    /// as no characters, not ending): computed on first need, then shared.
+    /// as no characters, not ending): read when the index is built.
     pub fn json_units(&self) -> Arc<[JsonUnits]> {
-        self.json_unit_counts().0
+        self.json_units.readings.clone()
     }
 
     /// The most JSON string characters any token starts with (see
     /// [`VocabularyIndex::json_units`]).
     pub fn longest_json_units(&self) -> u32 {
-        u32::from(self.json_unit_counts().1)
-    }
-
-    /// The readings of [`VocabularyIndex::json_units`] and the most units among them.
-    fn json_unit_counts(&self) -> (Arc<[JsonUnits]>, u8) {
-        let count = || {
-            let counts: Arc<[JsonUnits]> = self
-                .vocabulary
-                .iter()
-                .map(|(_, bytes, kind)| match kind {
-                    crate::TokenKind::Text => JsonUnits::read(bytes),
-                    _ => JsonUnits {
-                        units: 0,
-                        stops: false,
-                    },
-                })
-                .collect();
-            let longest = counts.iter().map(|count| count.units).max().unwrap_or(0);
-            (counts, longest)
-        };
-        self.json_units
-            .get_or_build((), count)
-            .unwrap_or_else(count)
+        u32::from(self.json_units.longest)
     }
 
     /// The tokens that start with more than `units` JSON string characters (see
@@ -175,16 +156,7 @@ impl VocabularyIndex {
     fn json_unit_mask(&self, bound: JsonUnitBound) -> Arc<[u32]> {
         let words = || -> Arc<[u32]> {
             let mut words = vec![0u32; self.vocabulary.len().div_ceil(32)];
-            for (id, reading) in self.json_units().iter().enumerate() {
-                let units = u32::from(reading.units);
-                let selected = match bound {
-                    JsonUnitBound::MoreThan(most) => units > most,
-                    JsonUnitBound::EndingWithin(least) => reading.stops && units < least,
-                };
-                if selected {
-                    words[id / 32] |= 1 << (id % 32);
-                }
-            }
+            set_ids(&mut words, self.json_units.selected(bound));
             words.into()
         };
         self.long_json_units
@@ -195,5 +167,146 @@ impl VocabularyIndex {
     /// Text tokens with no bytes (not in the trie; they change nothing when accepted).
     pub fn empty_text_ids(&self) -> &[u32] {
         &self.empty_text_ids
+    }
+}
+
+/// The JSON string readings of every token, and the token ids grouped by them so that a
+/// mask of a bound sets only the ids it selects (it used to read all 128k readings).
+#[derive(Debug, Clone)]
+struct JsonUnitTable {
+    readings: Arc<[JsonUnits]>,
+    longest: u8,
+    /// Text token ids by units, ascending.
+    by_units: Arc<[u32]>,
+    /// Where each unit count starts in `by_units` (entry `n` for `n` units; one more
+    /// entry than counts, the end).
+    by_units_start: Box<[u32]>,
+    /// The ids of tokens that end the string, by units, ascending.
+    stopping: Arc<[u32]>,
+    /// Where each unit count starts in `stopping`, as above.
+    stopping_start: Box<[u32]>,
+}
+
+impl JsonUnitTable {
+    fn new(vocabulary: &Vocabulary) -> JsonUnitTable {
+        let readings: Arc<[JsonUnits]> = vocabulary
+            .iter()
+            .map(|(_, bytes, kind)| match kind {
+                crate::TokenKind::Text => JsonUnits::read(bytes),
+                _ => JsonUnits {
+                    units: 0,
+                    stops: false,
+                },
+            })
+            .collect();
+        let longest = readings
+            .iter()
+            .map(|reading| reading.units)
+            .max()
+            .unwrap_or(0);
+        let text = |id: usize| vocabulary.kind(id as u32) == crate::TokenKind::Text;
+        let (by_units, by_units_start) = group_by_units(&readings, longest, |id, _| text(id));
+        let (stopping, stopping_start) =
+            group_by_units(&readings, longest, |id, reading| text(id) && reading.stops);
+        JsonUnitTable {
+            readings,
+            longest,
+            by_units,
+            by_units_start,
+            stopping,
+            stopping_start,
+        }
+    }
+
+    /// The token ids a bound selects.
+    fn selected(&self, bound: JsonUnitBound) -> &[u32] {
+        let start_of = |starts: &[u32], units: u32| -> usize {
+            starts[(units as usize).min(starts.len() - 1)] as usize
+        };
+        match bound {
+            JsonUnitBound::MoreThan(most) => {
+                &self.by_units[start_of(&self.by_units_start, most.saturating_add(1))..]
+            }
+            JsonUnitBound::EndingWithin(least) => {
+                &self.stopping[..start_of(&self.stopping_start, least)]
+            }
+        }
+    }
+}
+
+/// The ids `keep` selects, sorted by units (a counting sort), and where each count
+/// starts.
+fn group_by_units(
+    readings: &[JsonUnits],
+    longest: u8,
+    keep: impl Fn(usize, JsonUnits) -> bool,
+) -> (Arc<[u32]>, Box<[u32]>) {
+    let counts = usize::from(longest) + 1;
+    let mut starts = vec![0u32; counts + 1];
+    for (id, &reading) in readings.iter().enumerate() {
+        if keep(id, reading) {
+            starts[usize::from(reading.units) + 1] += 1;
+        }
+    }
+    for count in 1..starts.len() {
+        starts[count] += starts[count - 1];
+    }
+    let mut next = starts.clone();
+    let mut ids = vec![0u32; starts[counts] as usize];
+    for (id, &reading) in readings.iter().enumerate() {
+        if keep(id, reading) {
+            let slot = &mut next[usize::from(reading.units)];
+            ids[*slot as usize] = id as u32;
+            *slot += 1;
+        }
+    }
+    (ids.into(), starts.into_boxed_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TokenKind;
+    use proptest::prelude::*;
+
+    fn is_set(words: &[u32], id: usize) -> bool {
+        words[id / 32] >> (id % 32) & 1 == 1
+    }
+
+    proptest! {
+        /// The grouped masks select exactly what the readings say, for every bound.
+        #[test]
+        fn json_unit_masks_match_the_readings(
+            tokens in proptest::collection::vec(
+                (proptest::collection::vec(
+                    prop_oneof![Just(b'a'), Just(b'"'), Just(b'\\'), Just(b'u'), Just(b'0'),
+                                Just(0xC3u8), Just(0xA9u8), Just(b'\n')], 0..8),
+                 any::<bool>()),
+                1..60),
+            bound in 0u32..12,
+        ) {
+            let kinds = tokens.iter().map(|&(_, special)| match special {
+                true => TokenKind::Special,
+                false => TokenKind::Text,
+            }).collect();
+            let vocabulary = Vocabulary::new(
+                "t", tokens.iter().map(|(bytes, _)| bytes.clone()).collect(), kinds, vec![], None);
+            let index = VocabularyIndex::new(vocabulary);
+            let readings = index.json_units();
+            let more = index.tokens_with_json_units_more_than(bound);
+            let ending = index.tokens_ending_json_string_within(bound);
+            for (id, reading) in readings.iter().enumerate() {
+                let text = index.vocabulary().kind(id as u32) == TokenKind::Text;
+                prop_assert_eq!(is_set(&more, id), text && u32::from(reading.units) > bound);
+                prop_assert_eq!(
+                    is_set(&ending, id),
+                    text && reading.stops && u32::from(reading.units) < bound
+                );
+            }
+            prop_assert_eq!(
+                index.longest_json_units(),
+                readings.iter().map(|reading| u32::from(reading.units)).max().unwrap_or(0)
+            );
+        }
     }
 }
