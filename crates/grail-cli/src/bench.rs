@@ -40,15 +40,22 @@ pub struct BenchArgs {
     pub tokenizer: Option<PathBuf>,
     /// Runs over the document, each with a fresh matcher. The first is cold; later ones
     /// start from what earlier matchers of the grammar learned (on this document, so
-    /// their masks are mostly remembered ones: see --warm-ids for another document).
+    /// their masks are mostly remembered ones: see --warm-ids for another document, and
+    /// --cold for runs that are all cold).
     #[arg(long, default_value_t = 2)]
     pub runs: usize,
     /// A JSON array of the token ids of another document of the grammar: before the timed
     /// runs, a matcher goes through it (masks included) and is dropped, so every timed run
     /// starts from what it learned, as a server's later request with the same grammar
     /// does.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cold")]
     pub warm_ids: Option<PathBuf>,
+    /// Every run starts from a grammar compiled for it (the compile is not timed), so no
+    /// run inherits what an earlier one learned: each is as cold as the first, as each
+    /// run of llguidance or xgrammar is (they build a new matcher per run). What depends
+    /// on the vocabulary alone stays built, for every engine.
+    #[arg(long)]
+    pub cold: bool,
     /// Fresh compiles timed.
     #[arg(long, default_value_t = 3)]
     pub compile_reps: usize,
@@ -257,8 +264,17 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     for run in 0..args.runs {
+        let fresh = match args.cold && run > 0 {
+            true => Some(load_grammar(
+                input,
+                Some(index.vocabulary()),
+                SchemaWarnings::Quiet,
+            )?),
+            false => None,
+        };
         let rss_before = status_kib("VmRSS");
-        let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
+        let mut matcher =
+            Matcher::with_vocabulary(fresh.as_ref().unwrap_or(&grammar), index.clone());
         let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());
         let mut failure = Value::Null;
         for (step, &id) in ids.iter().enumerate() {
@@ -327,6 +343,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         "compile_ms_median": (sorted[sorted.len() / 2] * 1e3).round() / 1e3,
         "compile_ms_all": compile_ms.iter().map(|ms| (ms * 1e3).round() / 1e3).collect::<Vec<_>>(),
         "warm_tokens": warm_tokens,
+        "cold_runs": args.cold,
         "runs": runs,
         "sequences": sequences,
         "rss_kib": {
@@ -425,6 +442,9 @@ fn print_human(result: &Value) {
         "compile: median {} ms (first {} ms)",
         result["compile_ms_median"], result["compile_ms_first"]
     );
+    if result["cold_runs"] == true {
+        println!("every run on a grammar compiled for it (all cold)");
+    }
     if let Some(tokens) = result["warm_tokens"].as_u64() {
         println!("warmed on another document first ({tokens} tokens)");
     }

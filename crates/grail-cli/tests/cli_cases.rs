@@ -91,28 +91,35 @@ fn sampled_strings_match() {
 
 /// Runs `grail bench --format json` on the byte-level test vocabulary with these ids.
 fn bench_json(ids: &str, runs: &str) -> (Option<i32>, serde_json::Value) {
-    let directory = std::env::temp_dir().join(format!("grail-bench-{}-{ids}", std::process::id()));
+    bench_json_with(ids, runs, &[])
+}
+
+/// `bench_json` with more arguments.
+fn bench_json_with(ids: &str, runs: &str, more: &[&str]) -> (Option<i32>, serde_json::Value) {
+    // One directory per call: tests run in parallel, some with the same ids.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let directory = std::env::temp_dir().join(format!("grail-bench-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let path = directory.join("ids.json");
     std::fs::write(&path, ids).unwrap();
-    let output = run(
-        &[
-            "bench",
-            "--grammar",
-            "testdata/cli/json.gbnf",
-            "--vocab",
-            "testdata/vocab/byte-level.tokenizer.json",
-            "--doc",
-            "x.json",
-            "--ids",
-            path.to_str().unwrap(),
-            "--runs",
-            runs,
-            "--format",
-            "json",
-        ],
-        None,
-    );
+    let mut arguments = vec![
+        "bench",
+        "--grammar",
+        "testdata/cli/json.gbnf",
+        "--vocab",
+        "testdata/vocab/byte-level.tokenizer.json",
+        "--doc",
+        "x.json",
+        "--ids",
+        path.to_str().unwrap(),
+        "--runs",
+        runs,
+        "--format",
+        "json",
+    ];
+    arguments.extend_from_slice(more);
+    let output = run(&arguments, None);
     std::fs::remove_dir_all(&directory).unwrap();
     let result = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
@@ -133,6 +140,39 @@ fn bench_checks_every_token_of_the_document() {
     assert_eq!(code, Some(1));
     assert_eq!(result["status"], "mismatch");
     assert_eq!(result["runs"][0]["failure"]["step"], 1);
+}
+
+#[test]
+fn bench_cold_runs_each_check_the_document() {
+    let (code, result) = bench_json_with("[8, 1]", "3", &["--cold"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(result["cold_runs"], true);
+    let runs = result["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert!(
+        runs.iter()
+            .all(|run| run["ok"] == true && run["mask"]["n"] == 2)
+    );
+    let (code, result) = bench_json_with("[8, 4]", "2", &["--cold"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(result["runs"][1]["failure"]["step"], 1);
+    // Runs that start warm and runs that are all cold do not go together.
+    let output = run(
+        &[
+            "bench",
+            "--grammar",
+            "testdata/cli/json.gbnf",
+            "--vocab",
+            "testdata/vocab/byte-level.tokenizer.json",
+            "--doc",
+            "x.json",
+            "--cold",
+            "--warm-ids",
+            "x.json",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(2));
 }
 
 #[test]
