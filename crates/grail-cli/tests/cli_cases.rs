@@ -89,6 +89,18 @@ fn sampled_strings_match() {
     }
 }
 
+/// `grail bench` of json.gbnf on the byte-level test vocabulary (the document's ids are
+/// given apart).
+const BENCH_JSON_GBNF: [&str; 7] = [
+    "bench",
+    "--grammar",
+    "testdata/cli/json.gbnf",
+    "--vocab",
+    "testdata/vocab/byte-level.tokenizer.json",
+    "--doc",
+    "x.json",
+];
+
 /// Runs `grail bench --format json` on the byte-level test vocabulary with these ids.
 fn bench_json(ids: &str, runs: &str) -> (Option<i32>, serde_json::Value) {
     bench_json_with(ids, runs, &[])
@@ -103,21 +115,9 @@ fn bench_json_with(ids: &str, runs: &str, more: &[&str]) -> (Option<i32>, serde_
     std::fs::create_dir_all(&directory).unwrap();
     let path = directory.join("ids.json");
     std::fs::write(&path, ids).unwrap();
-    let mut arguments = vec![
-        "bench",
-        "--grammar",
-        "testdata/cli/json.gbnf",
-        "--vocab",
-        "testdata/vocab/byte-level.tokenizer.json",
-        "--doc",
-        "x.json",
-        "--ids",
-        path.to_str().unwrap(),
-        "--runs",
-        runs,
-        "--format",
-        "json",
-    ];
+    let mut arguments = BENCH_JSON_GBNF.to_vec();
+    arguments.extend_from_slice(&["--ids", path.to_str().unwrap(), "--runs", runs]);
+    arguments.extend_from_slice(&["--format", "json"]);
     arguments.extend_from_slice(more);
     let output = run(&arguments, None);
     std::fs::remove_dir_all(&directory).unwrap();
@@ -157,21 +157,9 @@ fn bench_cold_runs_each_check_the_document() {
     assert_eq!(code, Some(1));
     assert_eq!(result["runs"][1]["failure"]["step"], 1);
     // Runs that start warm and runs that are all cold do not go together.
-    let output = run(
-        &[
-            "bench",
-            "--grammar",
-            "testdata/cli/json.gbnf",
-            "--vocab",
-            "testdata/vocab/byte-level.tokenizer.json",
-            "--doc",
-            "x.json",
-            "--cold",
-            "--warm-ids",
-            "x.json",
-        ],
-        None,
-    );
+    let mut arguments = BENCH_JSON_GBNF.to_vec();
+    arguments.extend_from_slice(&["--cold", "--warm-ids", "x.json"]);
+    let output = run(&arguments, None);
     assert_eq!(output.status.code(), Some(2));
 }
 
