@@ -153,6 +153,23 @@ pub fn write_literal(out: &mut String, characters: &[u32]) {
     write_literal_spelled(out, characters, None);
 }
 
+/// Appends `"..."` holding `text` to `out`, as [`write_literal`] writes its characters
+/// (printable ASCII other than `"` and `\\` is copied as it is, without decoding).
+pub fn write_literal_text(out: &mut String, text: &str) {
+    if text
+        .bytes()
+        .all(|byte| (0x20..=0x7E).contains(&byte) && byte != b'"' && byte != b'\\')
+    {
+        out.reserve(text.len() + 2);
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        let characters: Vec<u32> = text.chars().map(u32::from).collect();
+        write_literal(out, &characters);
+    }
+}
+
 /// Appends `"..."` holding `characters` to `out`, keeping the escapes of `written` (the
 /// literal's source text, quotes included) for characters that are not plain. Falls back
 /// to [`write_literal`] when `written` does not spell `characters`.

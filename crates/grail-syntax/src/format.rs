@@ -24,7 +24,8 @@ use crate::span::Span;
 /// Lines longer than this break their top-level alternatives over several lines.
 pub const LINE_WIDTH: usize = 100;
 
-const INDENT: usize = 4;
+/// Spaces before each alternative of a rule written over several lines.
+pub const INDENT: usize = 4;
 
 /// Formats a parsed grammar canonically, keeping its comments. `source` is the text
 /// `grammar` was parsed from (comments and blank lines are read from it).
