@@ -129,6 +129,7 @@ fn write_symbol(grammar: &Grammar, symbol: &Symbol, out: &mut String) {
             }
             match &token.reference {
                 TokenReference::Id(id) => {
+                    // Writing to a `String` cannot fail.
                     let _ = write!(out, "<[{id}]>");
                 }
                 TokenReference::Text(text) => out.push_str(text),
@@ -148,12 +149,19 @@ fn write_repetition(grammar: &Grammar, repetition: &Repetition, out: &mut String
         }
         _ => write_symbol(grammar, &repetition.symbol, out),
     }
-    let _ = match (repetition.min, repetition.max) {
-        (0, None) => write!(out, "*"),
-        (1, None) => write!(out, "+"),
-        (0, Some(1)) => write!(out, "?"),
-        (min, Some(max)) if min == max => write!(out, "{{{max}}}"),
-        (min, Some(max)) => write!(out, "{{{min},{max}}}"),
-        (min, None) => write!(out, "{{{min},}}"),
-    };
+    // Writing to a `String` cannot fail.
+    match (repetition.min, repetition.max) {
+        (0, None) => out.push('*'),
+        (1, None) => out.push('+'),
+        (0, Some(1)) => out.push('?'),
+        (min, Some(max)) if min == max => {
+            let _ = write!(out, "{{{max}}}");
+        }
+        (min, Some(max)) => {
+            let _ = write!(out, "{{{min},{max}}}");
+        }
+        (min, None) => {
+            let _ = write!(out, "{{{min},}}");
+        }
+    }
 }
