@@ -62,6 +62,8 @@ pub(crate) struct Converter<'s> {
     pub writing: Vec<String>,
     /// Whether the depth cap's warning was given.
     pub capped: bool,
+    /// Whether plain schemas are written directly (`direct.rs`).
+    pub direct: bool,
     /// Rules declared so far.
     pub rule_count: usize,
 }
@@ -100,6 +102,9 @@ impl<'s> Converter<'s> {
             nesting: 0,
             writing: Vec::new(),
             capped: false,
+            direct: crate::direct::direct_path_enabled()
+                && !options.llama_dialect()
+                && options.depth_cap.is_none(),
             rule_count: 1,
         }
     }

@@ -115,6 +115,12 @@ impl Converter<'_> {
     /// token or a reference already.
     pub fn emit_as_rule(&mut self, shape: &Shape, name: &str) -> Expr {
         let expr = self.emit(shape, name);
+        self.as_rule(expr, name)
+    }
+
+    /// `expr` (what [`Converter::emit`] gave for a schema) as [`Converter::emit_as_rule`]
+    /// writes it: as it is when a token or a reference, else in a rule named `name`.
+    pub fn as_rule(&mut self, expr: Expr, name: &str) -> Expr {
         match expr {
             Expr::Rule(_) | Expr::Literal(_) | Expr::Chars(_) | Expr::Empty => expr,
             Expr::Choice(ref choices) if choices.is_empty() => expr,
@@ -152,12 +158,26 @@ impl Converter<'_> {
             self.declare(rule_name(target))
         };
         self.rules.insert(key, rule);
-        let shape = self.read(target);
+        // A plain schema not read yet is written directly.
+        let document = self.document;
+        let direct = match self.shapes.contains_key(target) {
+            true => None,
+            false => document
+                .lookup(target)
+                .and_then(|value| self.direct_kind(value)),
+        };
+        let source = match direct {
+            Some(direct) => Ok(direct),
+            None => Err(self.read(target)),
+        };
         self.writing.push(target.to_string());
         let expr = if self.over_rule_limit() {
             Expr::Choice(Vec::new())
         } else {
-            self.emit(&shape, &rule_name(target))
+            match source {
+                Ok(direct) => self.emit_direct(target, direct, &rule_name(target)),
+                Err(shape) => self.emit(&shape, &rule_name(target)),
+            }
         };
         self.writing.pop();
         self.builder
@@ -467,7 +487,7 @@ impl Converter<'_> {
         }
     }
 
-    fn typed(&mut self, typed: &Typed, name: &str) -> Expr {
+    pub(crate) fn typed(&mut self, typed: &Typed, name: &str) -> Expr {
         if typed.types.has(Types::ALL) && typed.is_unconstrained() {
             return self.primitive(Primitive::Value);
         }

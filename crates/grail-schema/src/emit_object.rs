@@ -22,27 +22,27 @@ use crate::options::KeyOrder;
 use crate::shape::{KeySet, ObjectRules, Presence, Shape, Typed};
 
 /// One declared property, ready to write.
-struct Slot {
+pub(crate) struct Slot {
     /// `"name" space ":" space value`.
-    pair: Expr,
-    required: bool,
+    pub pair: Expr,
+    pub required: bool,
     /// Written before the others (see `ObjectRules::written_first`).
-    first: bool,
+    pub first: bool,
     /// Its bit among the names presence conditions mention, if they mention it.
-    tracked: Option<u32>,
+    pub tracked: Option<u32>,
 }
 
 /// The properties of one object, as slots.
-struct Layout {
-    slots: Vec<Slot>,
+pub(crate) struct Layout {
+    pub slots: Vec<Slot>,
     /// `key ":" space value` for additional properties, if any are allowed.
-    additional: Option<Expr>,
-    min: u64,
-    max: Option<u64>,
+    pub additional: Option<Expr>,
+    pub min: u64,
+    pub max: Option<u64>,
     /// Presence conditions, over the bits of the tracked names.
-    presence: Vec<Presence>,
+    pub presence: Vec<Presence>,
     /// The tracked names, by bit.
-    tracked: Vec<String>,
+    pub tracked: Vec<String>,
 }
 
 impl Layout {
@@ -464,7 +464,7 @@ impl Converter<'_> {
     }
 
     /// What goes between the braces.
-    fn object_body(&mut self, layout: &Layout, name: &str) -> Expr {
+    pub(crate) fn object_body(&mut self, layout: &Layout, name: &str) -> Expr {
         // Counts above the cap behave alike: past the maximum (dead), or at least the
         // minimum and at least one (a comma comes next).
         let cap = match layout.max {
@@ -757,7 +757,7 @@ fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
 }
 
 /// `"name"` as written in JSON (canonical form).
-fn key_literal(name: &str) -> Expr {
+pub(crate) fn key_literal(name: &str) -> Expr {
     if is_written_as_itself(name) {
         // One allocation: the quotes around the name as it is.
         let mut quoted = String::with_capacity(name.len() + 2);

@@ -29,6 +29,7 @@
 mod char_automaton;
 mod convert;
 pub mod diagnostic;
+mod direct;
 mod document;
 mod emit;
 mod emit_array;
@@ -51,6 +52,7 @@ use grail_grammar::{Expr, Grammar, GrammarBuilder};
 use serde_json::Value;
 
 pub use diagnostic::{SchemaDiagnostic, Severity};
+pub use direct::without_direct_path;
 pub use document::Mount;
 pub use options::{Dialect, KeyOrder, Mode, SchemaLimits, SchemaOptions, Whitespace};
 
@@ -186,7 +188,16 @@ fn convert(
     }
     let mut converter = Converter::new(document, options);
     converter.framed_as = framing.as_ref().map(|(name, _)| name.to_string());
-    let root_shape = converter.read("");
+    // A plain root is written directly (and is no `$ref`); any other is read first, to
+    // find `$ref` chains that lead nowhere.
+    let document = converter.document;
+    let plain_root = document
+        .lookup("")
+        .is_some_and(|root| converter.direct_kind(root).is_some());
+    let root_shape = match plain_root {
+        true => Shape::Any,
+        false => converter.read(""),
+    };
     if let Shape::Ref(target) = &root_shape {
         let mut seen: Vec<std::rc::Rc<str>> = vec!["".into()];
         let mut current = target.clone();

@@ -32,7 +32,7 @@ impl Converter<'_> {
     /// [`Converter::read`] of a schema the caller holds (`value`, the schema at
     /// `pointer`): no lookup from the root. At a mount point, the caller holds the
     /// placeholder: the mounted document is read instead.
-    fn read_at(&mut self, pointer: String, value: &Value) -> Shape {
+    pub(crate) fn read_at(&mut self, pointer: String, value: &Value) -> Shape {
         if let Some(shape) = self.shapes.get(&pointer) {
             return shape.clone();
         }
@@ -415,7 +415,7 @@ impl Converter<'_> {
         types
     }
 
-    fn read_number_keywords(
+    pub(crate) fn read_number_keywords(
         &mut self,
         pointer: &str,
         object: &Map<String, Value>,
@@ -492,7 +492,7 @@ impl Converter<'_> {
         }
     }
 
-    fn read_string_keywords(
+    pub(crate) fn read_string_keywords(
         &mut self,
         pointer: &str,
         object: &Map<String, Value>,
@@ -728,7 +728,12 @@ impl Converter<'_> {
     }
 
     /// A non-negative integer keyword.
-    fn count(&mut self, pointer: &str, object: &Map<String, Value>, keyword: &str) -> Option<u64> {
+    pub(crate) fn count(
+        &mut self,
+        pointer: &str,
+        object: &Map<String, Value>,
+        keyword: &str,
+    ) -> Option<u64> {
         let value = object.keyword(keyword)?;
         if let Some(count) = value.as_u64() {
             return Some(count);
@@ -753,15 +758,15 @@ impl Converter<'_> {
 /// keys. Each list is every keyword its `read_…_keywords` function reads (keep them
 /// together: a keyword missing here would be ignored when it is its group's only one);
 /// without any of them the function leaves `Typed`'s defaults as they are.
-struct KeywordGroups {
-    number: bool,
-    string: bool,
-    array: bool,
-    object: bool,
+pub(crate) struct KeywordGroups {
+    pub number: bool,
+    pub string: bool,
+    pub array: bool,
+    pub object: bool,
 }
 
 impl KeywordGroups {
-    fn of(object: &Map<String, Value>) -> KeywordGroups {
+    pub fn of(object: &Map<String, Value>) -> KeywordGroups {
         let mut groups = KeywordGroups {
             number: false,
             string: false,
@@ -855,7 +860,7 @@ fn inferred_types(object: &Map<String, Value>) -> Types {
 }
 
 /// Keywords that carry no constraint, ignored when telling what a schema says.
-const ANNOTATIONS: &[&str] = &[
+pub(crate) const ANNOTATIONS: &[&str] = &[
     "title",
     "description",
     "$comment",

@@ -1,0 +1,376 @@
+//! Plain schemas written straight from their JSON: objects of declared properties
+//! (`properties`, `required`, no others allowed), arrays of one item schema, scalars of one
+//! type without constraints, and `enum`/`const` of strings — most of what tool definitions
+//! hold. They skip reading into shapes (`read.rs`) and the general object layout, and give
+//! the grammar the general path gives them: the same builder calls in the same order,
+//! through the same helpers (`typed`, `values`, `list`, `object_body`). A part that is not
+//! plain (a pattern, a bound, a `$ref`, …) is read and written by the general path, one
+//! property or item at a time. `tests/direct_path.rs` holds the two paths to the same
+//! grammars over the test corpora.
+//!
+//! Why: a tool-call grammar is built for every request whose tools changed; the general
+//! reader's pointers, shapes and intersections cost more than writing the rules.
+
+use std::cell::Cell;
+
+use grail_grammar::Expr;
+use serde_json::{Map, Value};
+
+use crate::convert::{Converter, joined};
+use crate::diagnostic::escape_pointer_token;
+use crate::emit::Primitive;
+use crate::emit_object::{Layout, Slot, key_literal};
+use crate::read::{ANNOTATIONS, KeywordGroups};
+use crate::shape::{Shape, Typed, Types};
+
+thread_local! {
+    /// False while [`without_direct_path`] runs.
+    static DIRECT_PATH: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Runs `body` with every schema read and written by the general path (for tests that
+/// compare the two paths).
+#[doc(hidden)]
+pub fn without_direct_path<T>(body: impl FnOnce() -> T) -> T {
+    let before = DIRECT_PATH.with(|enabled| enabled.replace(false));
+    let result = body();
+    DIRECT_PATH.with(|enabled| enabled.set(before));
+    result
+}
+
+/// Whether conversions made now may take the direct path.
+pub(crate) fn direct_path_enabled() -> bool {
+    DIRECT_PATH.with(Cell::get)
+}
+
+/// Most values of an `enum` written directly (duplicates are looked for pair by pair).
+const MAX_DIRECT_ENUM: usize = 64;
+
+/// A plain schema, as the direct path writes it.
+pub(crate) enum Direct<'v> {
+    /// `true` or `{}`: any JSON value.
+    Any,
+    /// Values of one type (not an object or an array), under the number and string
+    /// keywords of `schema` (read by the general reader's functions).
+    Scalar {
+        types: Types,
+        schema: &'v Map<String, Value>,
+    },
+    /// Exactly these strings (`enum`, `const`).
+    Values(&'v [Value]),
+    /// An object of declared properties only.
+    Object {
+        properties: &'v Map<String, Value>,
+        required: &'v [Value],
+    },
+    /// An array of items of one schema (`None`: any value), with `minItems` and
+    /// `maxItems` from `schema`.
+    Array {
+        items: Option<&'v Value>,
+        schema: &'v Map<String, Value>,
+    },
+}
+
+/// Where the direct path is: how deep the general reader would be, and the pointers it
+/// would be reading, at the schema in hand (parts handed to the general path are read
+/// there), and what they were when the direct path began (their writing happens there).
+struct Reading {
+    depth: usize,
+    outer_reading: usize,
+}
+
+impl Converter<'_> {
+    /// How the schema `value` is written directly, or `None` for the general path.
+    pub(crate) fn direct_kind<'v>(&self, value: &'v Value) -> Option<Direct<'v>> {
+        if !self.direct || self.depth >= self.options.limits.max_depth {
+            return None;
+        }
+        let object = match value {
+            Value::Bool(true) => return Some(Direct::Any),
+            Value::Object(object) => object,
+            _ => return None,
+        };
+        let (mut type_name, mut properties, mut required) = (None, None, None);
+        let (mut additional, mut items, mut values) = (None, None, None);
+        let (mut scalar_keywords, mut item_counts) = (false, false);
+        for (key, value) in object {
+            match key.as_str() {
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf"
+                | "minLength" | "maxLength" | "pattern" | "format" => scalar_keywords = true,
+                "minItems" | "maxItems" => item_counts = true,
+                "type" => type_name = Some(value.as_str()?),
+                "properties" => properties = Some(value.as_object()?),
+                "required" => required = Some(value.as_array()?.as_slice()),
+                "additionalProperties" => additional = Some(value),
+                "items" => items = Some(value),
+                "enum" if values.is_none() => values = Some(value.as_array()?.as_slice()),
+                "const" if values.is_none() => values = Some(std::slice::from_ref(value)),
+                "$schema" => {}
+                key if ANNOTATIONS.contains(&key) || key.starts_with("x-") => {}
+                _ => return None,
+            }
+        }
+        let structural = properties.is_some()
+            || required.is_some()
+            || additional.is_some()
+            || items.is_some()
+            || item_counts;
+        if let Some(values) = values {
+            let plain_strings = !structural
+                && !scalar_keywords
+                && matches!(type_name, None | Some("string"))
+                && !values.is_empty()
+                && values.len() <= MAX_DIRECT_ENUM.min(self.options.limits.max_enum_values)
+                && values.iter().all(Value::is_string)
+                && values
+                    .iter()
+                    .enumerate()
+                    .all(|(index, value)| !values[..index].contains(value));
+            return plain_strings.then_some(Direct::Values(values));
+        }
+        match type_name {
+            None if !structural && !scalar_keywords => Some(Direct::Any),
+            Some("object") => {
+                let properties = properties?;
+                let closed = match additional {
+                    None => !self.options.additional_properties_default,
+                    Some(additional) => additional == &Value::Bool(false),
+                };
+                let required = required.unwrap_or(&[]);
+                let declared = required.iter().all(|name| {
+                    name.as_str()
+                        .is_some_and(|name| properties.contains_key(name))
+                });
+                (closed && items.is_none() && !item_counts && !scalar_keywords && declared)
+                    .then_some(Direct::Object {
+                        properties,
+                        required,
+                    })
+            }
+            Some("array") => {
+                let tuple = matches!(items, Some(Value::Array(_)));
+                let plain = !tuple
+                    && !scalar_keywords
+                    && properties.is_none()
+                    && required.is_none()
+                    && additional.is_none();
+                plain.then_some(Direct::Array {
+                    items,
+                    schema: object,
+                })
+            }
+            Some(name) if !structural => match Types::named(name)? {
+                Types::OBJECT | Types::ARRAY => None,
+                scalar => Some(Direct::Scalar {
+                    types: scalar,
+                    schema: object,
+                }),
+            },
+            _ => None,
+        }
+    }
+
+    /// What [`Converter::emit`] gives for the plain schema at `pointer` (whose kind is
+    /// `direct`), written directly; `name` names the rules made for its parts.
+    pub(crate) fn emit_direct(&mut self, pointer: &str, direct: Direct<'_>, name: &str) -> Expr {
+        let reading = Reading {
+            depth: self.depth,
+            outer_reading: self.reading.len(),
+        };
+        self.write_direct(pointer, direct, name, &reading)
+    }
+
+    fn write_direct(
+        &mut self,
+        pointer: &str,
+        direct: Direct<'_>,
+        name: &str,
+        reading: &Reading,
+    ) -> Expr {
+        grail_syntax::stack::deep(|| match direct {
+            Direct::Any => self.primitive(Primitive::Value),
+            Direct::Scalar { types, schema } => {
+                let mut typed = Typed::of_types(types);
+                let groups = KeywordGroups::of(schema);
+                if groups.number {
+                    self.read_number_keywords(pointer, schema, &mut typed);
+                }
+                if groups.string {
+                    self.read_string_keywords(pointer, schema, &mut typed);
+                }
+                self.typed(&typed, name)
+            }
+            Direct::Values(values) => self.values(values),
+            Direct::Object {
+                properties,
+                required,
+            } => self
+                .direct_object(pointer, properties, required, name, reading)
+                .unwrap_or(Expr::Choice(Vec::new())),
+            Direct::Array { items, schema } => self
+                .direct_array(pointer, items, schema, name, reading)
+                .unwrap_or(Expr::Choice(Vec::new())),
+        })
+    }
+
+    /// What `object` gives for a plain object (see `Converter::layout`).
+    fn direct_object(
+        &mut self,
+        pointer: &str,
+        properties: &Map<String, Value>,
+        required: &[Value],
+        name: &str,
+        reading: &Reading,
+    ) -> Option<Expr> {
+        let space = self.space();
+        // The general reader reads the properties inside this schema.
+        self.reading.push(pointer.to_string());
+        self.depth += 1;
+        let mut slots = Vec::with_capacity(properties.len());
+        let mut failed = false;
+        for (property, schema) in properties {
+            let child = joined(&[pointer, "/properties/", &escape_pointer_token(property)]);
+            if failed {
+                // The general path reads every property before writing any: what the
+                // rest say (their diagnostics) still counts.
+                self.read_at(child, schema);
+                continue;
+            }
+            let is_required = required.iter().any(|name| name.as_str() == Some(property));
+            let value_name = if name == "root" {
+                property.to_string()
+            } else {
+                joined(&[name, "-", property])
+            };
+            let Some(value) = self.direct_part(child, schema, &value_name, reading) else {
+                // A property nothing satisfies: left out, unless required.
+                failed |= is_required;
+                continue;
+            };
+            let pair = Expr::sequence([
+                key_literal(property),
+                space.clone(),
+                self.key_separator(),
+                space.clone(),
+                value,
+            ]);
+            let pair = self.wrap_rule(pair, joined(&[&value_name, "-kv"]));
+            slots.push(Slot {
+                pair,
+                required: is_required,
+                first: is_required,
+                tracked: None,
+            });
+        }
+        self.depth -= 1;
+        self.reading.pop();
+        if failed {
+            return None;
+        }
+        // Required properties first, in schema order, then the others.
+        slots.sort_by_key(|slot| !slot.first);
+        let layout = Layout {
+            slots,
+            additional: None,
+            min: 0,
+            max: None,
+            presence: Vec::new(),
+            tracked: Vec::new(),
+        };
+        let space = self.space();
+        let body = self.object_body(&layout, name);
+        Some(Expr::sequence([
+            Expr::literal("{"),
+            space.clone(),
+            body,
+            space,
+            Expr::literal("}"),
+        ]))
+    }
+
+    /// What `array` gives for a plain array.
+    fn direct_array(
+        &mut self,
+        pointer: &str,
+        items: Option<&Value>,
+        schema: &Map<String, Value>,
+        name: &str,
+        reading: &Reading,
+    ) -> Option<Expr> {
+        let min = self.count(pointer, schema, "minItems").unwrap_or(0);
+        let max = self.count(pointer, schema, "maxItems");
+        if max.is_some_and(|max| max < min) {
+            // No array fits; the general path has read the items all the same.
+            if let Some(items) = items {
+                self.reading.push(pointer.to_string());
+                self.depth += 1;
+                self.read_at(joined(&[pointer, "/items"]), items);
+                self.depth -= 1;
+                self.reading.pop();
+            }
+            return None;
+        }
+        let space = self.space();
+        let open = Expr::sequence([Expr::literal("["), space.clone()]);
+        let close = Expr::sequence([space, Expr::literal("]")]);
+        let item_name = format!("{name}-item");
+        let item = match items {
+            None => {
+                self.nesting += 1;
+                let any = self.primitive(Primitive::Value);
+                let item = self.as_rule(any, &item_name);
+                self.nesting -= 1;
+                Some(item)
+            }
+            Some(items) => {
+                self.reading.push(pointer.to_string());
+                self.depth += 1;
+                let item =
+                    self.direct_part(joined(&[pointer, "/items"]), items, &item_name, reading);
+                self.depth -= 1;
+                self.reading.pop();
+                item
+            }
+        };
+        match item {
+            Some(item) if !matches!(&item, Expr::Choice(choices) if choices.is_empty()) => {
+                let list = self.list(item, min, max)?;
+                Some(Expr::sequence([open, list, close]))
+            }
+            _ => (min == 0).then(|| Expr::sequence([open, close])),
+        }
+    }
+
+    /// A property's or item's value (the schema `value` at `pointer`, or the document
+    /// mounted there), as `emit_nested` writes it; `None` when its schema allows nothing.
+    fn direct_part(
+        &mut self,
+        pointer: String,
+        value: &Value,
+        name: &str,
+        reading: &Reading,
+    ) -> Option<Expr> {
+        let document = self.document;
+        let value = document.mounted_at(&pointer).unwrap_or(value);
+        if let Some(direct) = self.direct_kind(value) {
+            self.nesting += 1;
+            let expr = self.write_direct(&pointer, direct, name, reading);
+            let expr = self.as_rule(expr, name);
+            self.nesting -= 1;
+            return Some(expr);
+        }
+        // The general path: read where the general reader would be, written where the
+        // direct path began (writing may read `$ref` targets, which must not find the
+        // schemas around this one still being read).
+        let shape = self.read_at(pointer, value);
+        if shape == Shape::Never {
+            return None;
+        }
+        let inner_reading = self.reading.split_off(reading.outer_reading);
+        let inner_depth = std::mem::replace(&mut self.depth, reading.depth);
+        let expr = self.emit_nested(&shape, name);
+        self.depth = inner_depth;
+        self.reading.extend(inner_reading);
+        Some(expr)
+    }
+}
