@@ -63,6 +63,8 @@ pub(crate) enum Direct<'v> {
         properties: &'v Map<String, Value>,
         required: &'v [Value],
     },
+    /// Any of these schemas (`anyOf`).
+    AnyOf(&'v [Value]),
     /// An array of items of one schema (`None`: any value), with `minItems` and
     /// `maxItems` from `schema`.
     Array {
@@ -91,7 +93,7 @@ impl Converter<'_> {
             _ => return None,
         };
         let (mut type_name, mut properties, mut required) = (None, None, None);
-        let (mut additional, mut items, mut values) = (None, None, None);
+        let (mut additional, mut items, mut values, mut any_of) = (None, None, None, None);
         let (mut scalar_keywords, mut item_counts) = (false, false);
         for (key, value) in object {
             match key.as_str() {
@@ -105,7 +107,9 @@ impl Converter<'_> {
                 "items" => items = Some(value),
                 "enum" if values.is_none() => values = Some(value.as_array()?.as_slice()),
                 "const" if values.is_none() => values = Some(std::slice::from_ref(value)),
-                "$schema" => {}
+                "anyOf" => any_of = Some(value.as_array()?.as_slice()),
+                // Definitions constrain nothing where they are written.
+                "$schema" | "$defs" | "definitions" => {}
                 key if ANNOTATIONS.contains(&key) || key.starts_with("x-") => {}
                 _ => return None,
             }
@@ -115,6 +119,10 @@ impl Converter<'_> {
             || additional.is_some()
             || items.is_some()
             || item_counts;
+        if let Some(branches) = any_of {
+            let alone = type_name.is_none() && values.is_none() && !structural && !scalar_keywords;
+            return (alone && !branches.is_empty()).then_some(Direct::AnyOf(branches));
+        }
         if let Some(values) = values {
             let plain_strings = !structural
                 && !scalar_keywords
@@ -201,6 +209,24 @@ impl Converter<'_> {
                 self.typed(&typed, name)
             }
             Direct::Values(values) => self.values(values),
+            Direct::AnyOf(branches) => {
+                // The general reader reads the branches inside this schema.
+                self.reading.push(pointer.to_string());
+                self.depth += 1;
+                let mut choices = Vec::with_capacity(branches.len());
+                for (position, branch) in branches.iter().enumerate() {
+                    let position = position.to_string();
+                    let branch_pointer = joined(&[pointer, "/anyOf/", &position]);
+                    let branch_name = joined(&[name, "-", &position]);
+                    let choice = self
+                        .direct_part(branch_pointer, branch, &branch_name, false, reading)
+                        .unwrap_or(Expr::Choice(Vec::new()));
+                    choices.push(choice);
+                }
+                self.depth -= 1;
+                self.reading.pop();
+                Expr::Choice(choices)
+            }
             Direct::Object {
                 properties,
                 required,
@@ -242,7 +268,7 @@ impl Converter<'_> {
             } else {
                 joined(&[name, "-", property])
             };
-            let Some(value) = self.direct_part(child, schema, &value_name, reading) else {
+            let Some(value) = self.direct_part(child, schema, &value_name, true, reading) else {
                 // A property nothing satisfies: left out, unless required.
                 failed |= is_required;
                 continue;
@@ -325,8 +351,13 @@ impl Converter<'_> {
             Some(items) => {
                 self.reading.push(pointer.to_string());
                 self.depth += 1;
-                let item =
-                    self.direct_part(joined(&[pointer, "/items"]), items, &item_name, reading);
+                let item = self.direct_part(
+                    joined(&[pointer, "/items"]),
+                    items,
+                    &item_name,
+                    true,
+                    reading,
+                );
                 self.depth -= 1;
                 self.reading.pop();
                 item
@@ -341,36 +372,74 @@ impl Converter<'_> {
         }
     }
 
-    /// A property's or item's value (the schema `value` at `pointer`, or the document
-    /// mounted there), as `emit_nested` writes it; `None` when its schema allows nothing.
+    /// A part of a schema (the schema `value` at `pointer`, or the document mounted
+    /// there) as the general path writes it: a property's value or an item (`nested`, as
+    /// `emit_nested`), or an `anyOf` branch (as `emit_as_rule`); `None` when its schema
+    /// allows nothing.
     fn direct_part(
         &mut self,
         pointer: String,
         value: &Value,
         name: &str,
+        nested: bool,
         reading: &Reading,
     ) -> Option<Expr> {
         let document = self.document;
         let value = document.mounted_at(&pointer).unwrap_or(value);
+        let nesting = u32::from(nested);
         if let Some(direct) = self.direct_kind(value) {
-            self.nesting += 1;
+            self.nesting += nesting;
             let expr = self.write_direct(&pointer, direct, name, reading);
             let expr = self.as_rule(expr, name);
-            self.nesting -= 1;
+            self.nesting -= nesting;
             return Some(expr);
         }
+        // A reference alone: the rule of its target.
+        if let Some(target) = self.plain_reference(&pointer, value) {
+            let rule = self.outside_reading(reading, |converter| converter.rule_of(&target));
+            return Some(Expr::Rule(rule));
+        }
         // The general path: read where the general reader would be, written where the
-        // direct path began (writing may read `$ref` targets, which must not find the
-        // schemas around this one still being read).
+        // direct path began.
         let shape = self.read_at(pointer, value);
         if shape == Shape::Never {
             return None;
         }
+        let expr = self.outside_reading(reading, |converter| {
+            converter.nesting += nesting;
+            let expr = converter.emit_as_rule(&shape, name);
+            converter.nesting -= nesting;
+            expr
+        });
+        Some(expr)
+    }
+
+    /// The target of `value` when it is a `$ref` and annotations only, and the reference
+    /// resolves (else the general path reports why not).
+    fn plain_reference(&self, pointer: &str, value: &Value) -> Option<String> {
+        if self.depth >= self.options.limits.max_depth {
+            return None;
+        }
+        let object = value.as_object()?;
+        let mut reference = None;
+        for (key, value) in object {
+            match key.as_str() {
+                "$ref" => reference = Some(value.as_str()?),
+                key if ANNOTATIONS.contains(&key) || key.starts_with("x-") => {}
+                _ => return None,
+            }
+        }
+        self.index.resolve(&self.document, pointer, reference?).ok()
+    }
+
+    /// Runs `write` where the direct path began: writing may read the schemas of `$ref`
+    /// targets, which must not find the schemas around this part still being read.
+    fn outside_reading<T>(&mut self, reading: &Reading, write: impl FnOnce(&mut Self) -> T) -> T {
         let inner_reading = self.reading.split_off(reading.outer_reading);
         let inner_depth = std::mem::replace(&mut self.depth, reading.depth);
-        let expr = self.emit_nested(&shape, name);
+        let result = write(self);
         self.depth = inner_depth;
         self.reading.extend(inner_reading);
-        Some(expr)
+        result
     }
 }
