@@ -384,45 +384,46 @@ impl GrammarBuilder {
     }
 
     fn symbol(&self, rule: RuleId, expr: Expr) -> Result<Symbol, BuildError> {
-        grail_syntax::stack::deep(move || {
-            let kind = match expr {
-                Expr::Literal(text) => SymbolKind::Literal(text),
-                Expr::Chars(set) => SymbolKind::Chars(set),
-                Expr::Any => SymbolKind::Any,
-                Expr::Rule(id) => {
-                    if id.index() >= self.names.len() {
-                        return Err(BuildError::ForeignRule { id: id.0 });
-                    }
-                    SymbolKind::Rule(id)
+        let kind = match expr {
+            Expr::Literal(text) => SymbolKind::Literal(text),
+            Expr::Chars(set) => SymbolKind::Chars(set),
+            Expr::Any => SymbolKind::Any,
+            Expr::Rule(id) => {
+                if id.index() >= self.names.len() {
+                    return Err(BuildError::ForeignRule { id: id.0 });
                 }
-                Expr::Token(token) => SymbolKind::Token(token),
-                // No alternative: nothing matches (a character no text contains).
-                Expr::Choice(items) if items.is_empty() => {
-                    SymbolKind::Chars(CharSet::new([], false))
+                SymbolKind::Rule(id)
+            }
+            Expr::Token(token) => SymbolKind::Token(token),
+            // No alternative: nothing matches (a character no text contains).
+            Expr::Choice(items) if items.is_empty() => SymbolKind::Chars(CharSet::new([], false)),
+            // Only what nests recurses, so only that checks the stack (most symbols nest
+            // nothing).
+            Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
+                SymbolKind::Group(grail_syntax::stack::deep(move || {
+                    self.alternatives(rule, expr)
+                })?)
+            }
+            Expr::Repeat(inner, min, max) => {
+                if let Some(max) = max
+                    && max < min
+                {
+                    return Err(BuildError::RepetitionBoundsReversed {
+                        rule: self.names[rule.index()].clone(),
+                        min,
+                        max,
+                    });
                 }
-                Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
-                    SymbolKind::Group(self.alternatives(rule, expr)?)
-                }
-                Expr::Repeat(inner, min, max) => {
-                    if let Some(max) = max
-                        && max < min
-                    {
-                        return Err(BuildError::RepetitionBoundsReversed {
-                            rule: self.names[rule.index()].clone(),
-                            min,
-                            max,
-                        });
-                    }
-                    let inner_sequence = self.sequence(rule, *inner)?;
-                    let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
-                        Ok([single]) => single,
-                        Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
-                    };
-                    SymbolKind::Repeat(Box::new(Repetition { symbol, min, max }))
-                }
-            };
-            Ok(Symbol::new(kind))
-        })
+                let inner_sequence =
+                    grail_syntax::stack::deep(move || self.sequence(rule, *inner))?;
+                let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
+                    Ok([single]) => single,
+                    Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
+                };
+                SymbolKind::Repeat(Box::new(Repetition { symbol, min, max }))
+            }
+        };
+        Ok(Symbol::new(kind))
     }
 }
 

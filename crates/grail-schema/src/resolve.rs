@@ -341,15 +341,20 @@ fn has_identifiers(value: &Value) -> bool {
     while let Some(value) = pending.pop() {
         match value {
             Value::Object(object) => {
-                if object.has_keyword("$id")
-                    || object.has_keyword("$anchor")
-                    || object.keyword("id").is_some_and(Value::is_string)
-                {
-                    return true;
+                // One pass over the keys; only objects and arrays can hold more.
+                for (key, value) in object {
+                    match (key.as_str(), value) {
+                        ("$id" | "$anchor", _) | ("id", Value::String(_)) => return true,
+                        (_, Value::Object(_) | Value::Array(_)) => pending.push(value),
+                        _ => {}
+                    }
                 }
-                pending.extend(object.values());
             }
-            Value::Array(items) => pending.extend(items),
+            Value::Array(items) => pending.extend(
+                items
+                    .iter()
+                    .filter(|item| matches!(item, Value::Object(_) | Value::Array(_))),
+            ),
             _ => {}
         }
     }

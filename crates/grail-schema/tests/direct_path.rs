@@ -1,6 +1,6 @@
 //! The direct path (plain schemas written straight from their JSON, `src/direct.rs`) gives
 //! exactly the grammar of the general path: the same GBNF text, byte for byte, and the
-//! same diagnostics, for every schema of `testdata/schema`, `testdata/tools` (each tool's
+//! same diagnostics (in an order that may differ within a severity), for every schema of `testdata/schema`, `testdata/tools` (each tool's
 //! parameters) and a sample of MaskBench (skipped with a message where
 //! `../shared/corpora/maskbench` is absent), each under several option sets.
 
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use corpus::{maskbench_directory, maskbench_groups};
 use grail_grammar::print_grammar;
 use grail_schema::{
-    KeyOrder, Mode, SchemaOptions, Whitespace, schema_to_grammar, without_direct_path,
+    KeyOrder, Mode, SchemaError, SchemaOptions, Whitespace, schema_to_grammar, without_direct_path,
 };
 use serde_json::Value;
 
@@ -50,16 +50,21 @@ fn option_sets() -> Vec<(&'static str, SchemaOptions)> {
     ]
 }
 
-/// The conversion's outcome as text: the grammar, or the refusal, with every diagnostic.
+/// The conversion's outcome as text: the grammar (or that it was refused) and every
+/// diagnostic. Diagnostics are sorted: the direct path reads a part where it writes it, so
+/// two findings of one severity in different parts may come in another order.
 fn outcome(schema: &Value, options: &SchemaOptions) -> String {
-    match schema_to_grammar(schema, options) {
-        Ok(converted) => format!(
-            "{}\n{:?}",
-            print_grammar(&converted.grammar),
-            converted.diagnostics
-        ),
-        Err(error) => format!("refused: {error:?}"),
-    }
+    let (grammar, diagnostics) = match schema_to_grammar(schema, options) {
+        Ok(converted) => (print_grammar(&converted.grammar), converted.diagnostics),
+        Err(SchemaError::Refused { diagnostics }) => ("refused".to_string(), diagnostics),
+        Err(error) => (format!("refused: {error:?}"), Vec::new()),
+    };
+    let mut diagnostics: Vec<String> = diagnostics
+        .iter()
+        .map(|diagnostic| format!("{diagnostic:?}"))
+        .collect();
+    diagnostics.sort();
+    format!("{grammar}\n{}", diagnostics.join("\n"))
 }
 
 /// Compares the two paths on `schema`; returns a description of the first difference.

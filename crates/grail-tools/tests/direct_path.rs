@@ -14,7 +14,10 @@ fn registries() -> Vec<(PathBuf, ToolRegistry)> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&directory)
         .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
         .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
         .collect();
     paths.sort();
     paths
@@ -28,9 +31,19 @@ fn registries() -> Vec<(PathBuf, ToolRegistry)> {
         .collect()
 }
 
+/// The grammar (or the refusal) and the diagnostics, sorted (the direct path may find
+/// two of one severity in another order).
 fn outcome(registry: &ToolRegistry, options: &CallOptions) -> String {
     match tool_call_grammar(registry, options) {
-        Ok(grammar) => format!("{}\n{:?}", grammar.gbnf(), grammar.diagnostics),
+        Ok(grammar) => {
+            let mut diagnostics: Vec<String> = grammar
+                .diagnostics
+                .iter()
+                .map(|diagnostic| format!("{diagnostic:?}"))
+                .collect();
+            diagnostics.sort();
+            format!("{}\n{}", grammar.gbnf(), diagnostics.join("\n"))
+        }
         Err(error) => format!("refused: {error:?}"),
     }
 }
