@@ -20,13 +20,13 @@ impl Converter<'_> {
     /// unless writing it reported something, which is then reported at each place.
     pub fn string(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
         let key = string_key(typed);
-        if let Some(expr) = self.string_rules.get(&key) {
+        if let Some(expr) = self.string_rules.get(key.as_ref()) {
             return expr.clone();
         }
         let reported = self.diagnostics.len();
         let expr = self.string_uncached(typed, name);
         if self.diagnostics.len() == reported {
-            self.string_rules.insert(key, expr.clone());
+            self.string_rules.insert(key.into_owned(), expr.clone());
         }
         expr
     }
@@ -481,8 +481,19 @@ impl Trie {
 /// What the grammar of a string under `typed` depends on, as text: every constraint's
 /// value (each written with its length, so no two lists read alike), none of their
 /// locations.
-fn string_key(typed: &Typed) -> String {
+fn string_key(typed: &Typed) -> std::borrow::Cow<'static, str> {
     use std::fmt::Write;
+    let rules = &typed.string;
+    // Most strings have no constraint: their key without formatting.
+    if rules.min_length == 0
+        && rules.max_length.is_none()
+        && rules.patterns.is_empty()
+        && rules.formats.is_empty()
+        && rules.forbidden.is_empty()
+        && typed.excluded.is_empty()
+    {
+        return std::borrow::Cow::Borrowed(UNCONSTRAINED_STRING_KEY);
+    }
     fn rules_key(rules: &crate::shape::StringRules, key: &mut String) {
         let _ = write!(key, "{}..{:?}", rules.min_length, rules.max_length);
         for pattern in &rules.patterns {
@@ -498,10 +509,13 @@ fn string_key(typed: &Typed) -> String {
         }
     }
     let mut key = String::new();
-    rules_key(&typed.string, &mut key);
+    rules_key(rules, &mut key);
     for excluded in &typed.excluded {
         let value = excluded.value.to_string();
         let _ = write!(key, "x{}:{}", value.len(), value);
     }
-    key
+    std::borrow::Cow::Owned(key)
 }
+
+/// [`string_key`] of a string without constraints (as `rules_key` writes it).
+const UNCONSTRAINED_STRING_KEY: &str = "0..None";
