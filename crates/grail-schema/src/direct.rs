@@ -73,9 +73,10 @@ pub(crate) enum Direct<'v> {
     },
 }
 
-/// Where the direct path is: how deep the general reader would be, and the pointers it
-/// would be reading, at the schema in hand (parts handed to the general path are read
-/// there), and what they were when the direct path began (their writing happens there).
+/// Where the direct path began: the reader's depth and how many pointers were on its
+/// stack of schemas being read. Inside, the direct path keeps both as the general reader
+/// would (parts it hands to the general path are read there); those parts are written as
+/// at the start.
 struct Reading {
     depth: usize,
     outer_reading: usize,
