@@ -19,8 +19,8 @@ use serde_json::{Map, Value};
 use crate::convert::{Converter, joined};
 use crate::diagnostic::escape_pointer_token;
 use crate::emit::Primitive;
-use crate::emit_object::{Layout, Slot, key_literal};
-use crate::read::{ANNOTATIONS, KeywordGroups};
+use crate::emit_object::{Layout, Slot, value_name};
+use crate::read::{ANNOTATIONS, KeywordGroup, KeywordGroups};
 use crate::shape::{Shape, Typed, Types};
 
 thread_local! {
@@ -98,8 +98,6 @@ impl Converter<'_> {
         let (mut scalar_keywords, mut item_counts) = (false, false);
         for (key, value) in object {
             match key.as_str() {
-                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf"
-                | "minLength" | "maxLength" | "pattern" | "format" => scalar_keywords = true,
                 "minItems" | "maxItems" => item_counts = true,
                 "type" => type_name = Some(value.as_str()?),
                 "properties" => properties = Some(value.as_object()?),
@@ -112,7 +110,11 @@ impl Converter<'_> {
                 // Definitions constrain nothing where they are written.
                 "$schema" | "$defs" | "definitions" => {}
                 key if ANNOTATIONS.contains(&key) || key.starts_with("x-") => {}
-                _ => return None,
+                // Number and string keywords, read by the general reader's functions.
+                key => match KeywordGroup::of(key) {
+                    Some(KeywordGroup::Number | KeywordGroup::String) => scalar_keywords = true,
+                    _ => return None,
+                },
             }
         }
         let structural = properties.is_some()
@@ -264,24 +266,13 @@ impl Converter<'_> {
                 continue;
             }
             let is_required = required.iter().any(|name| name.as_str() == Some(property));
-            let value_name = if name == "root" {
-                property.to_string()
-            } else {
-                joined(&[name, "-", property])
-            };
+            let value_name = value_name(name, property);
             let Some(value) = self.direct_part(child, schema, &value_name, true, reading) else {
                 // A property nothing satisfies: left out, unless required.
                 failed |= is_required;
                 continue;
             };
-            let pair = Expr::sequence([
-                key_literal(property),
-                space.clone(),
-                self.key_separator(),
-                space.clone(),
-                value,
-            ]);
-            let pair = self.wrap_rule(pair, joined(&[&value_name, "-kv"]));
+            let pair = self.property_pair(property, value, &value_name, &space);
             slots.push(Slot {
                 pair,
                 required: is_required,
@@ -304,15 +295,7 @@ impl Converter<'_> {
             presence: Vec::new(),
             tracked: Vec::new(),
         };
-        let space = self.space();
-        let body = self.object_body(&layout, name);
-        Some(Expr::sequence([
-            Expr::literal("{"),
-            space.clone(),
-            body,
-            space,
-            Expr::literal("}"),
-        ]))
+        Some(self.braced(&layout, name))
     }
 
     /// What `array` gives for a plain array.

@@ -109,15 +109,39 @@ impl Converter<'_> {
         if layout.max.is_some_and(|max| max < required) {
             return None;
         }
+        Some(self.braced(&layout, name))
+    }
+
+    /// `"{" space body space "}"`, the body written from `layout`.
+    pub(crate) fn braced(&mut self, layout: &Layout, name: &str) -> Expr {
         let space = self.space();
-        let body = self.object_body(&layout, name);
-        Some(Expr::sequence([
+        let body = self.object_body(layout, name);
+        Expr::sequence([
             Expr::literal("{"),
             space.clone(),
             body,
             space,
             Expr::literal("}"),
-        ]))
+        ])
+    }
+
+    /// `"property" space ":" space value` as the rule `<value_name>-kv` (see
+    /// [`value_name`]).
+    pub(crate) fn property_pair(
+        &mut self,
+        property: &str,
+        value: Expr,
+        value_name: &str,
+        space: &Expr,
+    ) -> Expr {
+        let pair = Expr::sequence([
+            key_literal(property),
+            space.clone(),
+            self.key_separator(),
+            space.clone(),
+            value,
+        ]);
+        self.wrap_rule(pair, joined(&[value_name, "-kv"]))
     }
 
     fn layout(&mut self, rules: &ObjectRules, name: &str) -> Option<Layout> {
@@ -200,20 +224,9 @@ impl Converter<'_> {
                 }
                 continue;
             }
-            let value_name = if name == "root" {
-                property.to_string()
-            } else {
-                joined(&[name, "-", property])
-            };
+            let value_name = value_name(name, property);
             let value = self.emit_nested(&shape, &value_name);
-            let pair = Expr::sequence([
-                key_literal(property),
-                space.clone(),
-                self.key_separator(),
-                space.clone(),
-                value,
-            ]);
-            let pair = self.wrap_rule(pair, joined(&[&value_name, "-kv"]));
+            let pair = self.property_pair(property, value, &value_name, &space);
             slots.push(Slot {
                 pair,
                 required,
@@ -246,11 +259,7 @@ impl Converter<'_> {
         name: &str,
     ) -> Option<Option<Expr>> {
         let space = self.space();
-        let value_name = if name == "root" {
-            "additional".to_string()
-        } else {
-            format!("{name}-additional")
-        };
+        let value_name = value_name(name, "additional");
         if keys.is_empty() {
             // No key rules: any other key takes the additional schema.
             if rules.additional == Shape::Never {
@@ -756,8 +765,18 @@ fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
     paths
 }
 
+/// The name of the rules of `property`'s value in the object whose rule is `object` (the
+/// property's own name at the root).
+pub(crate) fn value_name(object: &str, property: &str) -> String {
+    if object == "root" {
+        property.to_string()
+    } else {
+        joined(&[object, "-", property])
+    }
+}
+
 /// `"name"` as written in JSON (canonical form).
-pub(crate) fn key_literal(name: &str) -> Expr {
+fn key_literal(name: &str) -> Expr {
     if is_written_as_itself(name) {
         // One allocation: the quotes around the name as it is.
         let mut quoted = String::with_capacity(name.len() + 2);

@@ -774,26 +774,48 @@ impl KeywordGroups {
             object: false,
         };
         for key in object.keys() {
-            match key.as_str() {
-                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
-                    groups.number = true
-                }
-                "minLength" | "maxLength" | "pattern" | "format" => groups.string = true,
-                "prefixItems" | "items" | "additionalItems" | "minItems" | "maxItems"
-                | "contains" | "minContains" | "maxContains" | "uniqueItems" => groups.array = true,
-                "properties"
-                | "required"
-                | "additionalProperties"
-                | "patternProperties"
-                | "propertyNames"
-                | "minProperties"
-                | "maxProperties"
-                | "dependentRequired"
-                | "dependencies" => groups.object = true,
-                _ => {}
+            match KeywordGroup::of(key) {
+                Some(KeywordGroup::Number) => groups.number = true,
+                Some(KeywordGroup::String) => groups.string = true,
+                Some(KeywordGroup::Array) => groups.array = true,
+                Some(KeywordGroup::Object) => groups.object = true,
+                None => {}
             }
         }
         groups
+    }
+}
+
+/// The group of type-specific keywords `keyword` belongs to (see [`KeywordGroups`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeywordGroup {
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl KeywordGroup {
+    /// The group of `keyword`; `None` for keywords of no type.
+    pub fn of(keyword: &str) -> Option<KeywordGroup> {
+        Some(match keyword {
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
+                KeywordGroup::Number
+            }
+            "minLength" | "maxLength" | "pattern" | "format" => KeywordGroup::String,
+            "prefixItems" | "items" | "additionalItems" | "minItems" | "maxItems" | "contains"
+            | "minContains" | "maxContains" | "uniqueItems" => KeywordGroup::Array,
+            "properties"
+            | "required"
+            | "additionalProperties"
+            | "patternProperties"
+            | "propertyNames"
+            | "minProperties"
+            | "maxProperties"
+            | "dependentRequired"
+            | "dependencies" => KeywordGroup::Object,
+            _ => return None,
+        })
     }
 }
 
