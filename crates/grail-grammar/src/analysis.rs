@@ -29,18 +29,22 @@ pub fn references(grammar: &Grammar) -> Vec<Vec<u32>> {
 
 /// Appends the rules `symbol` refers to (with repeats) to `out`.
 pub(crate) fn collect_references(symbol: &Symbol, out: &mut Vec<u32>) {
-    grail_syntax::stack::deep(|| match &symbol.kind {
+    match &symbol.kind {
         SymbolKind::Rule(id) => out.push(id.0),
-        SymbolKind::Group(sequences) => {
+        // Only what nests recurses, so only that checks the stack (most symbols nest
+        // nothing).
+        SymbolKind::Group(sequences) => grail_syntax::stack::deep(|| {
             for sequence in sequences {
                 for inner in sequence {
                     collect_references(inner, out);
                 }
             }
+        }),
+        SymbolKind::Repeat(repetition) => {
+            grail_syntax::stack::deep(|| collect_references(&repetition.symbol, out))
         }
-        SymbolKind::Repeat(repetition) => collect_references(&repetition.symbol, out),
         SymbolKind::Literal(_) | SymbolKind::Chars(_) | SymbolKind::Any | SymbolKind::Token(_) => {}
-    })
+    }
 }
 
 /// For each rule, whether it matches the empty string.

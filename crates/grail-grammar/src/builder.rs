@@ -2,6 +2,7 @@
 //! concatenating strings: names are made valid for llama.cpp, references are checked,
 //! and only rules reachable from the root are kept.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 
@@ -18,8 +19,8 @@ use crate::ir::{
 pub enum Expr {
     /// The empty string.
     Empty,
-    /// A literal string (the empty string when empty).
-    Literal(String),
+    /// A literal string (the empty string when empty); fixed text is borrowed.
+    Literal(Cow<'static, str>),
     /// One character from a set.
     Chars(CharSet),
     /// Any one character.
@@ -37,8 +38,8 @@ pub enum Expr {
 }
 
 impl Expr {
-    /// A literal string.
-    pub fn literal(text: impl Into<String>) -> Expr {
+    /// A literal string: a `&'static str` is kept as it is, a `String` owned.
+    pub fn literal(text: impl Into<Cow<'static, str>>) -> Expr {
         Expr::Literal(text.into())
     }
 
@@ -428,18 +429,21 @@ impl GrammarBuilder {
 }
 
 fn renumber(symbol: &mut Symbol, new_ids: &[u32]) {
-    grail_syntax::stack::deep(|| match &mut symbol.kind {
+    match &mut symbol.kind {
         SymbolKind::Rule(id) => id.0 = new_ids[id.index()],
-        SymbolKind::Group(sequences) => {
+        // Only what nests recurses, so only that checks the stack.
+        SymbolKind::Group(sequences) => grail_syntax::stack::deep(|| {
             for sequence in sequences {
                 for inner in sequence {
                     renumber(inner, new_ids);
                 }
             }
+        }),
+        SymbolKind::Repeat(repetition) => {
+            grail_syntax::stack::deep(|| renumber(&mut repetition.symbol, new_ids))
         }
-        SymbolKind::Repeat(repetition) => renumber(&mut repetition.symbol, new_ids),
         _ => {}
-    })
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! Repetition stays a node (`x{2,5}` is not unrolled), so later stages choose how to
 //! execute it and printing gives back what was written.
 
+use std::borrow::Cow;
+
 use grail_syntax::Span;
 
 use crate::charset::CharSet;
@@ -85,8 +87,9 @@ impl Symbol {
 /// The kinds of symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SymbolKind {
-    /// A non-empty string of characters.
-    Literal(String),
+    /// A non-empty string of characters (borrowed when fixed text, such as a JSON
+    /// brace, so the many small literals of generated grammars allocate nothing).
+    Literal(Cow<'static, str>),
     /// One code point from a set.
     Chars(CharSet),
     /// Any one code point (`.`).

@@ -329,7 +329,7 @@ impl Lowering<'_> {
                     ));
                     if !text.is_empty() {
                         symbols.push(Symbol {
-                            kind: SymbolKind::Literal(std::mem::take(&mut text)),
+                            kind: SymbolKind::Literal(std::mem::take(&mut text).into()),
                             span,
                         });
                     }
@@ -342,7 +342,7 @@ impl Lowering<'_> {
         }
         if !text.is_empty() {
             symbols.push(Symbol {
-                kind: SymbolKind::Literal(text),
+                kind: SymbolKind::Literal(text.into()),
                 span,
             });
         }

@@ -783,7 +783,7 @@ fn key_literal(name: &str) -> Expr {
         quoted.push('"');
         quoted.push_str(name);
         quoted.push('"');
-        return Expr::Literal(quoted);
+        return Expr::Literal(quoted.into());
     }
     Expr::sequence([Expr::literal("\""), encoded_text(name), Expr::literal("\"")])
 }

@@ -426,9 +426,9 @@ fn date_time() -> Expr {
 /// `duration`: RFC 3339 Appendix A.
 fn duration() -> Expr {
     let number = || digit().one_or_more();
-    let unit = |letter: &str| Expr::sequence([number(), Expr::literal(letter)]);
+    let unit = |letter: &'static str| Expr::sequence([number(), Expr::literal(letter)]);
     // `a [b [c]]`, `b [c]` or `c`: units in order, none skipped between two present.
-    let in_order = |first: &str, second: &str, third: &str| {
+    let in_order = |first: &'static str, second: &'static str, third: &'static str| {
         let third_part = || unit(third);
         let second_part = || Expr::sequence([unit(second), third_part().optional()]);
         Expr::choice([

@@ -146,7 +146,7 @@ fn unicode_escape(character: char) -> Expr {
 /// A text written in canonical form inside a JSON string (without the quotes).
 pub fn encoded_text(text: &str) -> Expr {
     if is_written_as_itself(text) {
-        return Expr::literal(text);
+        return Expr::literal(text.to_string());
     }
     Expr::sequence(text.chars().map(encoded_char))
 }

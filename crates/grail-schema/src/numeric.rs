@@ -551,7 +551,7 @@ fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
             Expr::Literal(text) if text.is_empty() => {}
             Expr::Sequence(inner) => stack.extend(inner.into_iter().rev()),
             Expr::Literal(text) => match flat.last_mut() {
-                Some(Expr::Literal(previous)) => previous.push_str(&text),
+                Some(Expr::Literal(previous)) => previous.to_mut().push_str(&text),
                 _ => flat.push(Expr::Literal(text)),
             },
             other => flat.push(other),

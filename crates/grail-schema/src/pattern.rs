@@ -270,7 +270,7 @@ fn push_into_sequence(parts: &mut Vec<Expr>, expr: Expr) {
             }
         }
         Expr::Literal(text) => match parts.last_mut() {
-            Some(Expr::Literal(previous)) => previous.push_str(&text),
+            Some(Expr::Literal(previous)) => previous.to_mut().push_str(&text),
             _ => parts.push(Expr::Literal(text)),
         },
         other => parts.push(other),
