@@ -12,7 +12,7 @@
 
 use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
 use grail_schema::{Mount, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::ToolsError;
 use crate::registry::{Tool, ToolRegistry};
@@ -246,22 +246,36 @@ pub(crate) fn tool_names<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
 /// is mounted there (see [`arguments_mounts`]), not copied.
 fn calls_schema(tools: &[&Tool], wire: WireFormat) -> Value {
     let (name_key, arguments_key) = (wire.name_key(), wire.arguments_key());
-    let mut definitions = serde_json::Map::new();
-    let mut branches = Vec::new();
+    // Built by hand, each map at its final size: `json!` would serialize the arguments'
+    // schema again, and growing maps rehash.
+    let mut definitions = serde_json::Map::with_capacity(tools.len());
+    let mut branches = Vec::with_capacity(tools.len());
     for tool in tools {
-        // Built by hand: `json!` would serialize the arguments' schema again.
-        let mut properties = serde_json::Map::new();
-        properties.insert(name_key.into(), json!({"const": tool.name}));
+        let mut name = serde_json::Map::with_capacity(1);
+        name.insert("const".into(), Value::String(tool.name.clone()));
+        let mut properties = serde_json::Map::with_capacity(2);
+        properties.insert(name_key.into(), Value::Object(name));
         properties.insert(arguments_key.into(), Value::Bool(true));
-        let mut call = serde_json::Map::new();
-        call.insert("type".into(), json!("object"));
+        let mut call = serde_json::Map::with_capacity(4);
+        call.insert("type".into(), Value::String("object".into()));
         call.insert("properties".into(), Value::Object(properties));
-        call.insert("required".into(), json!([name_key, arguments_key]));
+        call.insert(
+            "required".into(),
+            Value::Array(vec![
+                Value::String(name_key.into()),
+                Value::String(arguments_key.into()),
+            ]),
+        );
         call.insert("additionalProperties".into(), Value::Bool(false));
         definitions.insert(tool.name.clone(), Value::Object(call));
-        branches.push(json!({"$ref": format!("#/$defs/{}", tool.name)}));
+        let mut branch = serde_json::Map::with_capacity(1);
+        branch.insert(
+            "$ref".into(),
+            Value::String(format!("#/$defs/{}", tool.name)),
+        );
+        branches.push(Value::Object(branch));
     }
-    let mut schema = serde_json::Map::new();
+    let mut schema = serde_json::Map::with_capacity(3);
     schema.insert("anyOf".into(), Value::Array(branches));
     schema.insert("$defs".into(), Value::Object(definitions));
     let mut schema = Value::Object(schema);
