@@ -3,6 +3,8 @@
 //! `"$id": "#name"`), and references to the `$id` of a subschema, relative ones included.
 //! Nothing is fetched: a reference to another document is an error that says so.
 
+use std::borrow::Cow;
+
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
@@ -33,25 +35,30 @@ impl ResourceIndex {
     /// Indexes every `$id`, `id` (draft-04) and `$anchor` of the document and of the
     /// documents mounted in it; each mounted document is a resource of its own.
     pub fn new(document: &Document<'_>) -> ResourceIndex {
-        let mut index = ResourceIndex::default();
+        let documents = document.mounts.len() + 1;
+        let mut index = ResourceIndex {
+            ids: HashMap::with_capacity_and_hasher(documents, Default::default()),
+            anchors: HashMap::default(),
+            bases: HashMap::with_capacity_and_hasher(documents, Default::default()),
+        };
         index.bases.insert(String::new(), DOCUMENT_BASE.to_string());
-        index.walk(document.root, String::new(), DOCUMENT_BASE.to_string());
+        index.walk(document.root, "", DOCUMENT_BASE);
         for (number, mount) in document.mounts.iter().enumerate() {
             let base = format!("{MOUNT_BASE}{number}/");
             index.ids.insert(base.clone(), mount.at.to_string());
             index.bases.insert(mount.at.to_string(), base.clone());
-            index.walk(mount.schema, mount.at.to_string(), base);
+            index.walk(mount.schema, mount.at, &base);
         }
         index
     }
 
     /// Indexes the identifiers of `value`, the schema at `pointer`, whose base is `base`.
-    fn walk(&mut self, value: &Value, pointer: String, base: String) {
+    fn walk(&mut self, value: &Value, pointer: &str, base: &str) {
         // Most documents (tool schemas) have no identifier at all: no walk with pointers.
         if !has_identifiers(value) {
             return;
         }
-        let mut pending = vec![(value, pointer, base)];
+        let mut pending = vec![(value, pointer.to_string(), base.to_string())];
         while let Some((value, pointer, inherited)) = pending.pop() {
             let Value::Object(object) = value else {
                 if let Value::Array(items) = value {
@@ -132,15 +139,15 @@ impl ResourceIndex {
     }
 
     /// The base URI in force at `pointer`.
-    pub fn base_at(&self, pointer: &str) -> String {
+    fn base_at(&self, pointer: &str) -> &str {
         let mut current = pointer;
         loop {
             if let Some(base) = self.bases.get(current) {
-                return base.clone();
+                return base;
             }
             match current.rfind('/') {
                 Some(cut) => current = &current[..cut],
-                None => return DOCUMENT_BASE.to_string(),
+                None => return DOCUMENT_BASE,
             }
         }
     }
@@ -152,8 +159,16 @@ impl ResourceIndex {
         pointer: &str,
         reference: &str,
     ) -> Result<String, String> {
-        let absolute = join(&self.base_at(pointer), reference);
-        let (resource, fragment) = split_fragment(&absolute);
+        let base = self.base_at(pointer);
+        let absolute;
+        let (resource, fragment) = if let Some(fragment) = reference.strip_prefix('#') {
+            // A fragment keeps the base's resource: no URI to join (most references
+            // are `#/$defs/…`).
+            (split_fragment(base).0, Some(fragment))
+        } else {
+            absolute = join(base, reference);
+            split_fragment(&absolute)
+        };
         let document_pointer = if resource == DOCUMENT_BASE || resource.is_empty() {
             String::new()
         } else if let Some(found) = self.ids.get(resource) {
@@ -165,7 +180,11 @@ impl ResourceIndex {
                 "`{reference}` refers to another document (`{resource}`); Grail resolves references inside the schema only"
             ));
         };
-        let fragment = percent_decode(fragment.unwrap_or(""));
+        let fragment = match fragment {
+            Some(fragment) if fragment.contains('%') => Cow::Owned(percent_decode(fragment)),
+            Some(fragment) => Cow::Borrowed(fragment),
+            None => Cow::Borrowed(""),
+        };
         let target = if fragment.is_empty() {
             document_pointer
         } else if fragment.starts_with('/') {
@@ -179,7 +198,7 @@ impl ResourceIndex {
             } else {
                 resource.to_string()
             };
-            match self.anchors.get(&(base, fragment.clone())) {
+            match self.anchors.get(&(base, fragment.to_string())) {
                 Some(found) => found.clone(),
                 None => return Err(format!("no `$anchor` named `{fragment}`")),
             }
