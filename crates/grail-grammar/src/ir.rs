@@ -136,16 +136,24 @@ pub struct Repetition {
 /// Dropping a symbol never recurses: nested symbols are moved to a list first, so
 /// grammars nested thousands deep are freed on any stack.
 impl Drop for Symbol {
+    #[inline]
     fn drop(&mut self) {
-        // Most symbols nest nothing: nothing to move.
-        if !matches!(self.kind, SymbolKind::Group(_) | SymbolKind::Repeat(_)) {
-            return;
+        // Most symbols nest nothing: nothing to move (checked inline, where the symbol is
+        // dropped).
+        if matches!(self.kind, SymbolKind::Group(_) | SymbolKind::Repeat(_)) {
+            drop_nested_symbols(&mut self.kind);
         }
-        let mut pending: Vec<Symbol> = Vec::new();
-        take_nested_symbols(&mut self.kind, &mut pending);
-        while let Some(mut symbol) = pending.pop() {
-            take_nested_symbols(&mut symbol.kind, &mut pending);
-        }
+    }
+}
+
+/// Drops the symbols nested in `kind` one by one, without recursion (deeply nested groups
+/// would overflow the stack).
+#[inline(never)]
+fn drop_nested_symbols(kind: &mut SymbolKind) {
+    let mut pending: Vec<Symbol> = Vec::new();
+    take_nested_symbols(kind, &mut pending);
+    while let Some(mut symbol) = pending.pop() {
+        take_nested_symbols(&mut symbol.kind, &mut pending);
     }
 }
 
