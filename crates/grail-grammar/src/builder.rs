@@ -136,6 +136,20 @@ pub enum BuildError {
     },
 }
 
+/// Each ASCII byte as it stays in a rule name: letters, digits and `-` as themselves,
+/// anything else `-`.
+const NAME_BYTE: [u8; 128] = {
+    let mut table = [b'-'; 128];
+    let mut byte = 0;
+    while byte < 128 {
+        if (byte as u8).is_ascii_alphanumeric() {
+            table[byte] = byte as u8;
+        }
+        byte += 1;
+    }
+    table
+};
+
 /// Makes a grammar rule by rule. The root rule is declared up front and named `root`.
 ///
 /// ```
@@ -200,12 +214,10 @@ impl GrammarBuilder {
         let base: String = if name_hint.is_empty() {
             "rule".to_string()
         } else if name_hint.is_ascii() {
-            // ASCII for ASCII, in place.
+            // ASCII for ASCII, in place, by table (names are made for every rule).
             let mut bytes = name_hint.into_bytes();
             for byte in &mut bytes {
-                if !valid(*byte) {
-                    *byte = b'-';
-                }
+                *byte = NAME_BYTE[(*byte & 0x7f) as usize];
             }
             String::from_utf8(bytes).expect("ASCII bytes are UTF-8")
         } else {
