@@ -188,12 +188,12 @@ impl Converter<'_> {
 
     /// The text between items and between properties ([`crate::SchemaOptions::item_separator`]).
     pub fn item_separator(&self) -> Expr {
-        Expr::literal(self.options.item_separator.clone())
+        separator_literal(&self.options.item_separator)
     }
 
     /// The text between a key and its value ([`crate::SchemaOptions::key_separator`]).
     pub fn key_separator(&self) -> Expr {
-        Expr::literal(self.options.key_separator.clone())
+        separator_literal(&self.options.key_separator)
     }
 
     /// The whitespace allowed between tokens.
@@ -673,6 +673,17 @@ impl Converter<'_> {
         let rule = self.declare(name);
         self.builder.define(rule, expr).expect("new rule");
         Expr::Rule(rule)
+    }
+}
+
+/// A separator as a literal; the usual ones borrowed (one is written per property and item).
+fn separator_literal(separator: &str) -> Expr {
+    match separator {
+        "," => Expr::literal(","),
+        ":" => Expr::literal(":"),
+        ", " => Expr::literal(", "),
+        ": " => Expr::literal(": "),
+        other => Expr::literal(other.to_string()),
     }
 }
 

@@ -499,12 +499,48 @@ impl Converter<'_> {
                 ),
             ));
         }
+        if let Some(body) = self.required_in_order(layout) {
+            return body;
+        }
         let mut memo = RestMemo {
             rules: HashMap::default(),
             paths_into: paths_into(layout, cap),
             inline_depth: 0,
         };
         self.rest(layout, (0, 0, 0), cap, name, &mut memo)
+    }
+
+    /// The body [`Converter::rest`] writes for an object whose properties are all required
+    /// and the only ones (no additional properties, no presence conditions, counts the
+    /// properties meet), few enough to be written inline: one sequence of the pairs and
+    /// their separators, without the state graph. `None` for any other layout.
+    fn required_in_order(&mut self, layout: &Layout) -> Option<Expr> {
+        let count = layout.slots.len();
+        let plain = layout.additional.is_none()
+            && layout.presence.is_empty()
+            && count <= MAX_INLINE_DEPTH as usize
+            && layout.min <= count as u64
+            && layout.max.is_none_or(|max| max >= count as u64)
+            && layout.slots.iter().all(|slot| slot.required);
+        if !plain {
+            return None;
+        }
+        if count == 0 {
+            return Some(Expr::Empty);
+        }
+        let space = self.space();
+        // What `rest` writes, item for item: no separator before the first pair, and the
+        // empty end.
+        let mut items = Vec::with_capacity(2 * count + 1);
+        items.push(Expr::Empty);
+        for (index, slot) in layout.slots.iter().enumerate() {
+            if index > 0 {
+                items.push(Expr::sequence([self.item_separator(), space.clone()]));
+            }
+            items.push(slot.pair.clone());
+        }
+        items.push(Expr::Empty);
+        Some(Expr::Sequence(items))
     }
 
     /// [`KeyOrder::Any`]: what may follow in `state` = (the slots written so far as bits,
