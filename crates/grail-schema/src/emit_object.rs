@@ -535,12 +535,18 @@ impl Converter<'_> {
         items.push(Expr::Empty);
         for (index, slot) in layout.slots.iter().enumerate() {
             if index > 0 {
-                items.push(Expr::sequence([self.item_separator(), space.clone()]));
+                items.push(self.separator_and_space(&space));
             }
             items.push(slot.pair.clone());
         }
         items.push(Expr::Empty);
         Some(Expr::Sequence(items))
+    }
+
+    /// The item separator and the whitespace after it, written before every property but
+    /// the first.
+    fn separator_and_space(&self, space: &Expr) -> Expr {
+        Expr::sequence([self.item_separator(), space.clone()])
     }
 
     /// [`KeyOrder::Any`]: what may follow in `state` = (the slots written so far as bits,
@@ -583,7 +589,7 @@ impl Converter<'_> {
         let separator = if count == 0 {
             Expr::Empty
         } else {
-            Expr::sequence([self.item_separator(), space.clone()])
+            self.separator_and_space(&space)
         };
         let next_count = (count + 1).min(cap);
         let mut choices = Vec::new();
@@ -679,7 +685,7 @@ impl Converter<'_> {
             if count == 0 {
                 Expr::Empty
             } else {
-                Expr::sequence([self.item_separator(), space.clone()])
+                self.separator_and_space(&space)
             }
         };
         let conditions_hold = layout.conditions_hold(bits);
