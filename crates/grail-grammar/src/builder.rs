@@ -210,7 +210,6 @@ impl GrammarBuilder {
     /// [`GrammarBuilder::declare`] with a name hint the builder may keep: an ASCII hint
     /// becomes the name without a copy.
     pub fn declare_owned(&mut self, name_hint: String) -> RuleId {
-        let valid = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'-';
         let base: String = if name_hint.is_empty() {
             "rule".to_string()
         } else if name_hint.is_ascii() {
@@ -224,8 +223,8 @@ impl GrammarBuilder {
             // One allocation: every character becomes at most as many bytes.
             let mut base = String::with_capacity(name_hint.len());
             base.extend(name_hint.chars().map(|character| {
-                if character.is_ascii() && valid(character as u8) {
-                    character
+                if character.is_ascii() {
+                    NAME_BYTE[character as usize] as char
                 } else {
                     '-'
                 }
