@@ -153,6 +153,21 @@ impl<'s> Converter<'s> {
         ));
     }
 
+    /// Defines the root as what `frame` writes around the rule `schema_rule` (see
+    /// [`crate::Frame`]).
+    pub fn frame_root(&mut self, schema_rule: RuleId, frame: crate::Frame<'_>) {
+        let space = self.space();
+        let body = frame(
+            &mut self.builder,
+            grail_grammar::Expr::Rule(schema_rule),
+            space,
+        );
+        let root = self.builder.root();
+        self.builder
+            .define(root, body)
+            .expect("the root is defined once, by the frame");
+    }
+
     /// Declares a new rule, counting it against the limit.
     pub fn declare(&mut self, name: impl Into<String>) -> RuleId {
         self.rule_count += 1;

@@ -77,9 +77,19 @@ pub(crate) enum Direct<'v> {
 /// stack of schemas being read. Inside, the direct path keeps both as the general reader
 /// would (parts it hands to the general path are read there); those parts are written as
 /// at the start.
-struct Reading {
+pub(crate) struct Reading {
     depth: usize,
     outer_reading: usize,
+}
+
+impl Reading {
+    /// The direct path beginning where `converter` is now.
+    pub(crate) fn here(converter: &Converter<'_>) -> Reading {
+        Reading {
+            depth: converter.depth,
+            outer_reading: converter.reading.len(),
+        }
+    }
 }
 
 impl Converter<'_> {
@@ -184,10 +194,7 @@ impl Converter<'_> {
     /// What [`Converter::emit`] gives for the plain schema at `pointer` (whose kind is
     /// `direct`), written directly; `name` names the rules made for its parts.
     pub(crate) fn emit_direct(&mut self, pointer: &str, direct: Direct<'_>, name: &str) -> Expr {
-        let reading = Reading {
-            depth: self.depth,
-            outer_reading: self.reading.len(),
-        };
+        let reading = Reading::here(self);
         self.write_direct(pointer, direct, name, &reading)
     }
 
@@ -233,21 +240,29 @@ impl Converter<'_> {
             Direct::Object {
                 properties,
                 required,
-            } => self
-                .direct_object(pointer, properties, required, name, reading)
-                .unwrap_or(Expr::Choice(Vec::new())),
+            } => {
+                let is_required =
+                    |property: &str| required.iter().any(|name| name.as_str() == Some(property));
+                let properties = properties
+                    .iter()
+                    .map(|(property, schema)| (property.as_str(), schema));
+                self.direct_object(pointer, properties, is_required, name, reading)
+                    .unwrap_or(Expr::Choice(Vec::new()))
+            }
             Direct::Array { items, schema } => self
                 .direct_array(pointer, items, schema, name, reading)
                 .unwrap_or(Expr::Choice(Vec::new())),
         })
     }
 
-    /// What `object` gives for a plain object (see `Converter::layout`).
-    fn direct_object(
+    /// What `object` gives for a plain object (see `Converter::layout`) of `properties`
+    /// (name and schema, in schema order), of which `is_required` tells the required
+    /// ones; `None` when a required property allows nothing.
+    pub(crate) fn direct_object<'p>(
         &mut self,
         pointer: &str,
-        properties: &Map<String, Value>,
-        required: &[Value],
+        properties: impl ExactSizeIterator<Item = (&'p str, &'p Value)>,
+        is_required: impl Fn(&str) -> bool,
         name: &str,
         reading: &Reading,
     ) -> Option<Expr> {
@@ -265,7 +280,7 @@ impl Converter<'_> {
                 self.read_at(child, schema);
                 continue;
             }
-            let is_required = required.iter().any(|name| name.as_str() == Some(property));
+            let is_required = is_required(property);
             let value_name = value_name(name, property);
             let Some(value) = self.direct_part(child, schema, &value_name, true, reading) else {
                 // A property nothing satisfies: left out, unless required.

@@ -26,6 +26,7 @@
 //! assert_eq!(diagnostics[0].keyword_pointer(), "/uniqueItems");
 //! ```
 
+mod calls;
 mod char_automaton;
 mod convert;
 pub mod diagnostic;
@@ -51,6 +52,7 @@ mod shape;
 use grail_grammar::{Expr, Grammar, GrammarBuilder};
 use serde_json::Value;
 
+pub use calls::{Call, CallKeys, calls_to_grammar_framed};
 pub use diagnostic::{SchemaDiagnostic, Severity};
 pub use direct::without_direct_path;
 pub use document::Mount;
@@ -176,16 +178,7 @@ fn convert(
     options: &SchemaOptions,
     framing: Option<(&str, Frame<'_>)>,
 ) -> Result<SchemaGrammar, SchemaError> {
-    if let Err(message) = options.validate() {
-        return Err(SchemaError::Refused {
-            diagnostics: vec![
-                SchemaDiagnostic::new(Severity::Error, "option-invalid", "", None, message)
-                    .with_help(
-                        "use `,` and `:`, or with JSON whitespace around them: `, ` and `: `",
-                    ),
-            ],
-        });
-    }
+    check_options(options)?;
     let mut converter = Converter::new(document, options);
     converter.framed_as = framing.as_ref().map(|(name, _)| name.to_string());
     // A plain root is written directly (and is no `$ref`); any other is read first, to
@@ -217,14 +210,24 @@ fn convert(
     }
     let schema_rule = converter.rule_of("");
     if let Some((_, frame)) = framing {
-        let space = converter.space();
-        let body = frame(&mut converter.builder, Expr::Rule(schema_rule), space);
-        let root = converter.builder.root();
-        converter
-            .builder
-            .define(root, body)
-            .expect("the root is defined once, by the frame");
+        converter.frame_root(schema_rule, frame);
     }
+    finish(converter)
+}
+
+/// The options' own errors, as a refusal.
+fn check_options(options: &SchemaOptions) -> Result<(), SchemaError> {
+    options.validate().map_err(|message| SchemaError::Refused {
+        diagnostics: vec![
+            SchemaDiagnostic::new(Severity::Error, "option-invalid", "", None, message)
+                .with_help("use `,` and `:`, or with JSON whitespace around them: `, ` and `: `"),
+        ],
+    })
+}
+
+/// The grammar `converter` built, or the refusal: its diagnostics once each, errors
+/// first.
+fn finish(mut converter: Converter<'_>) -> Result<SchemaGrammar, SchemaError> {
     let diagnostics = std::mem::take(&mut converter.diagnostics);
     // A shape combined in several places reports once.
     let mut unique: Vec<SchemaDiagnostic> = Vec::with_capacity(diagnostics.len());

@@ -2,17 +2,17 @@
 //! schema (a discriminated union), written in a wire format, with the choice of calling,
 //! several calls, and a reasoning block before them.
 //!
-//! The calls are one JSON Schema, `{"anyOf": [<call of tool 0>, <call of tool 1>, …]}`,
-//! where the call of a tool is an object whose name property is the constant name and
-//! whose arguments property is the tool's own schema (mounted there, not copied: its
-//! `$ref`s stay relative to it). `grail-schema` converts it, so every keyword of every tool is enforced (or the
-//! tool is refused, naming the keyword), and the name literal, written first, decides
-//! which arguments may follow. The wire format, the number of calls, free text and the
-//! reasoning block are written around it (`grail_schema::schema_to_grammar_framed`).
+//! The calls are written as one JSON Schema would be, `{"anyOf": [<call of tool 0>, <call
+//! of tool 1>, …]}`, where the call of a tool is an object whose name property is the
+//! constant name and whose arguments property is the tool's own schema (its `$ref`s stay
+//! relative to it): `grail_schema::calls_to_grammar_framed` writes it without building
+//! that schema, so every keyword of every tool is enforced (or the tool is refused, naming
+//! the keyword), and the name literal, written first, decides which arguments may follow.
+//! The wire format, the number of calls, free text and the reasoning block are written
+//! around it.
 
 use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
-use grail_schema::{Mount, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
-use serde_json::Value;
+use grail_schema::{Call, CallKeys, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 
 use crate::error::ToolsError;
 use crate::registry::{Tool, ToolRegistry};
@@ -155,12 +155,17 @@ pub fn tool_call_grammar(
             diagnostics: Vec::new(),
         });
     }
-    let schema = calls_schema(&tools, options.wire);
-    let places: Vec<String> = tools
+    let calls: Vec<Call<'_>> = tools
         .iter()
-        .map(|tool| arguments_place(&tool.name, options.wire))
+        .map(|tool| Call {
+            name: &tool.name,
+            arguments: &tool.parameters,
+        })
         .collect();
-    let mounts = arguments_mounts(&tools, &places);
+    let keys = CallKeys {
+        name: options.wire.name_key(),
+        arguments: options.wire.arguments_key(),
+    };
     let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
         let calls = calls_expr(options, call, space);
         let body = match options.choice {
@@ -177,9 +182,9 @@ pub fn tool_call_grammar(
         };
         with_think(builder, options.think, body)
     };
-    let converted = grail_schema::schema_to_grammar_framed(
-        &schema,
-        &mounts,
+    let converted = grail_schema::calls_to_grammar_framed(
+        &calls,
+        keys,
         &options.schema,
         "tool-call",
         &mut frame,
@@ -240,74 +245,9 @@ pub(crate) fn tool_names<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
         .join(", ")
 }
 
-/// The schema of one call of any of `tools`: `{"anyOf": [{"$ref": "#/$defs/<tool>"}, …],
-/// "$defs": {"<tool>": <call of the tool>}}` (under `$defs`, rules are named after the
-/// tools). The arguments' property of each call holds a placeholder: the tool's own schema
-/// is mounted there (see [`arguments_mounts`]), not copied.
-fn calls_schema(tools: &[&Tool], wire: WireFormat) -> Value {
-    let (name_key, arguments_key) = (wire.name_key(), wire.arguments_key());
-    // Built by hand, each map at its final size: `json!` would serialize the arguments'
-    // schema again, and growing maps rehash.
-    let mut definitions = serde_json::Map::with_capacity(tools.len());
-    let mut branches = Vec::with_capacity(tools.len());
-    for tool in tools {
-        let mut name = serde_json::Map::with_capacity(1);
-        name.insert("const".into(), Value::String(tool.name.clone()));
-        let mut properties = serde_json::Map::with_capacity(2);
-        properties.insert(name_key.into(), Value::Object(name));
-        properties.insert(arguments_key.into(), Value::Bool(true));
-        let mut call = serde_json::Map::with_capacity(4);
-        call.insert("type".into(), Value::String("object".into()));
-        call.insert("properties".into(), Value::Object(properties));
-        call.insert(
-            "required".into(),
-            Value::Array(vec![
-                Value::String(name_key.into()),
-                Value::String(arguments_key.into()),
-            ]),
-        );
-        call.insert("additionalProperties".into(), Value::Bool(false));
-        definitions.insert(tool.name.clone(), Value::Object(call));
-        let mut branch = serde_json::Map::with_capacity(1);
-        branch.insert(
-            "$ref".into(),
-            Value::String(format!("#/$defs/{}", tool.name)),
-        );
-        branches.push(Value::Object(branch));
-    }
-    let mut schema = serde_json::Map::with_capacity(3);
-    schema.insert("anyOf".into(), Value::Array(branches));
-    schema.insert("$defs".into(), Value::Object(definitions));
-    let mut schema = Value::Object(schema);
-    // The tools' draft, when they agree on one (draft-07 reads `$ref` siblings apart).
-    let drafts: Vec<&Value> = tools
-        .iter()
-        .filter_map(|tool| tool.parameters.get("$schema"))
-        .collect();
-    if let Some(&first) = drafts.first()
-        && drafts.iter().all(|&draft| draft == first)
-    {
-        schema["$schema"] = first.clone();
-    }
-    schema
-}
-
-/// Each tool's arguments schema mounted at its place in [`calls_schema`] (`places`, from
-/// [`arguments_place`], one per tool). A mounted schema stays a document of its own: its
-/// `$ref`s are relative to it, as when it stands alone.
-fn arguments_mounts<'v>(tools: &[&'v Tool], places: &'v [String]) -> Vec<Mount<'v>> {
-    tools
-        .iter()
-        .zip(places)
-        .map(|(tool, at)| Mount {
-            at,
-            schema: &tool.parameters,
-        })
-        .collect()
-}
-
-/// Where a tool's arguments schema sits in [`calls_schema`] (tool names need no escaping
-/// in a JSON pointer: they have no `/` or `~`).
+/// Where a tool's arguments schema sits in the calls' schema that
+/// [`grail_schema::calls_to_grammar_framed`] documents, the pointers of its diagnostics
+/// (tool names need no escaping in a JSON pointer: they have no `/` or `~`).
 fn arguments_place(tool: &str, wire: WireFormat) -> String {
     format!("/$defs/{tool}/properties/{}", wire.arguments_key())
 }

@@ -1,0 +1,260 @@
+//! Tool calls written straight from the tools: the union of call objects
+//! `{"<name key>": "<tool>", "<arguments key>": <the tool's arguments>}`, one per tool,
+//! where each tool's name fixes its arguments' schema.
+//!
+//! The grammar is the one [`crate::schema_to_grammar_framed`] gives for the schema
+//! [`calls_to_grammar_framed`] documents (an `anyOf` of `$ref`s to one call object per
+//! tool under `$defs`, each tool's arguments mounted in its call), rule for rule, without
+//! building that schema or resolving its references: a tool-call grammar is built for
+//! every request whose tools changed, and the wrapper schema cost as much as the tools'
+//! own schemas. `tests/calls_route.rs` holds the two routes to the same
+//! grammars and diagnostics.
+
+use grail_grammar::{Expr, RuleId};
+use serde_json::{Map, Value};
+
+use crate::convert::{Converter, joined, rule_name};
+use crate::diagnostic::{SchemaDiagnostic, Severity, escape_pointer_token};
+use crate::direct::Reading;
+use crate::document::{Document, Mount};
+use crate::{Frame, SchemaError, SchemaGrammar, SchemaOptions, check_options, finish};
+
+/// One call: the tool's name and the schema of its arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'v> {
+    /// The tool's name, written as the value of the name key.
+    pub name: &'v str,
+    /// The schema of its arguments, a document of its own (its `$ref`s are relative to
+    /// it).
+    pub arguments: &'v Value,
+}
+
+/// The keys of a call object (`"name"` and `"arguments"` in OpenAI's format).
+#[derive(Debug, Clone, Copy)]
+pub struct CallKeys<'k> {
+    /// The key whose value is the tool's name.
+    pub name: &'k str,
+    /// The key whose value is the arguments.
+    pub arguments: &'k str,
+}
+
+/// The grammar of one call of any of `calls`, as the rule `name` (its alternatives are
+/// named after the tools), with `frame` writing the root around it as in
+/// [`crate::schema_to_grammar_framed`].
+///
+/// The grammar and the diagnostics are those of the schema
+/// `{"anyOf": [{"$ref": "#/$defs/<tool>"}, …], "$defs": {"<tool>": {"type": "object",
+/// "properties": {"<name key>": {"const": "<tool>"}, "<arguments key>": true},
+/// "required": ["<name key>", "<arguments key>"], "additionalProperties": false}, …}}`
+/// with each tool's arguments mounted at `/$defs/<tool>/properties/<arguments key>` and,
+/// when the tools' schemas agree on a `$schema`, that draft: diagnostics inside a tool's
+/// arguments carry pointers below that place. Call names must be distinct and the keys
+/// different.
+pub fn calls_to_grammar_framed(
+    calls: &[Call<'_>],
+    keys: CallKeys<'_>,
+    options: &SchemaOptions,
+    name: &str,
+    frame: Frame<'_>,
+) -> Result<SchemaGrammar, SchemaError> {
+    check_options(options)?;
+    if let Some(problem) = calls_problem(calls, keys) {
+        return Err(SchemaError::Refused {
+            diagnostics: vec![problem],
+        });
+    }
+    let root = draft_root(calls);
+    let arguments_key = escape_pointer_token(keys.arguments);
+    let call_pointers: Vec<String> = calls
+        .iter()
+        .map(|call| joined(&["/$defs/", &escape_pointer_token(call.name)]))
+        .collect();
+    let places: Vec<String> = call_pointers
+        .iter()
+        .map(|pointer| joined(&[pointer, "/properties/", &arguments_key]))
+        .collect();
+    let mounts: Vec<Mount<'_>> = calls
+        .iter()
+        .zip(&places)
+        .map(|(call, at)| Mount {
+            at,
+            schema: call.arguments,
+        })
+        .collect();
+    let mut converter = Converter::new(
+        Document {
+            root: &root,
+            mounts: &mounts,
+        },
+        options,
+    );
+    let calls_rule = converter.declare(name);
+    let mut choices = Vec::with_capacity(calls.len());
+    for (call, pointer) in calls.iter().zip(&call_pointers) {
+        choices.push(Expr::Rule(converter.write_call(pointer, call.name, keys)));
+    }
+    converter
+        .builder
+        .define(calls_rule, Expr::Choice(choices))
+        .expect("the calls' rule is defined once");
+    converter.frame_root(calls_rule, frame);
+    finish(converter)
+}
+
+/// Why `calls` cannot be written with `keys`, if they cannot.
+fn calls_problem(calls: &[Call<'_>], keys: CallKeys<'_>) -> Option<SchemaDiagnostic> {
+    let refusal = |code, pointer: &str, message: String| {
+        Some(SchemaDiagnostic::new(
+            Severity::Error,
+            code,
+            pointer,
+            None,
+            message,
+        ))
+    };
+    if calls.is_empty() {
+        return refusal("calls-none", "", "there is no call to write".into());
+    }
+    if keys.name == keys.arguments {
+        return refusal(
+            "call-keys-same",
+            "",
+            format!(
+                "the name and the arguments of a call need different keys, not both `{}`",
+                keys.name
+            ),
+        );
+    }
+    for (index, call) in calls.iter().enumerate() {
+        if calls[..index].iter().any(|other| other.name == call.name) {
+            return refusal(
+                "call-duplicate",
+                &joined(&["/$defs/", &escape_pointer_token(call.name)]),
+                format!("two calls are named `{}`", call.name),
+            );
+        }
+    }
+    None
+}
+
+/// The root around the calls: only the draft of the tools' schemas, when those that name
+/// one agree on it (draft-07 reads `$ref` siblings apart).
+fn draft_root(calls: &[Call<'_>]) -> Value {
+    let mut drafts = calls
+        .iter()
+        .filter_map(|call| call.arguments.get("$schema"));
+    let mut root = Map::new();
+    if let Some(first) = drafts.next()
+        && drafts.all(|draft| draft == first)
+    {
+        root.insert("$schema".into(), first.clone());
+    }
+    Value::Object(root)
+}
+
+impl Converter<'_> {
+    /// The rule of the call object at `pointer` (`/$defs/<tool>`), written as the direct
+    /// path writes an object of two required properties.
+    fn write_call(&mut self, pointer: &str, tool: &str, keys: CallKeys<'_>) -> RuleId {
+        let name = rule_name(pointer);
+        let rule = self.declare(name.as_str());
+        let mut name_schema = Map::with_capacity(1);
+        name_schema.insert("const".into(), Value::String(tool.to_string()));
+        let name_schema = Value::Object(name_schema);
+        // The tool's arguments are mounted in place of this.
+        let placeholder = Value::Bool(true);
+        self.writing.push(pointer.to_string());
+        let expr = if self.over_rule_limit() {
+            Expr::Choice(Vec::new())
+        } else {
+            let reading = Reading::here(self);
+            let properties = [(keys.name, &name_schema), (keys.arguments, &placeholder)];
+            self.direct_object(pointer, properties.into_iter(), |_| true, &name, &reading)
+                .unwrap_or(Expr::Choice(Vec::new()))
+        };
+        self.writing.pop();
+        self.builder
+            .define(rule, expr)
+            .expect("a call's rule is defined once");
+        rule
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use grail_grammar::{Expr, GrammarBuilder, print_grammar};
+    use serde_json::json;
+
+    use super::*;
+
+    const KEYS: CallKeys<'static> = CallKeys {
+        name: "name",
+        arguments: "arguments",
+    };
+
+    fn write(calls: &[Call<'_>], keys: CallKeys<'_>) -> Result<SchemaGrammar, SchemaError> {
+        let mut frame = |_: &mut GrammarBuilder, call: Expr, _: Expr| call;
+        calls_to_grammar_framed(calls, keys, &SchemaOptions::default(), "call", &mut frame)
+    }
+
+    fn refusal_code(result: Result<SchemaGrammar, SchemaError>) -> &'static str {
+        result.unwrap_err().diagnostics()[0].code
+    }
+
+    #[test]
+    fn each_name_fixes_its_arguments() {
+        let (a, b) = (json!({"type": "integer"}), json!({"type": "boolean"}));
+        let calls = [
+            Call {
+                name: "a",
+                arguments: &a,
+            },
+            Call {
+                name: "b",
+                arguments: &b,
+            },
+        ];
+        let gbnf = print_grammar(&write(&calls, KEYS).unwrap().grammar);
+        assert!(
+            gbnf.starts_with("root ::= call\ncall ::= a | b\n"),
+            "{gbnf}"
+        );
+        assert!(gbnf.contains(r#"a-name ::= "\"" "a" "\"""#), "{gbnf}");
+        for (call, arguments) in [("a", "integer"), ("b", "boolean")] {
+            let pair = format!(
+                "{call}-arguments-kv ::= \"\\\"arguments\\\"\" space \":\" space {arguments}\n"
+            );
+            assert!(gbnf.contains(&pair), "{pair} in {gbnf}");
+        }
+    }
+
+    #[test]
+    fn calls_that_cannot_be_told_apart_are_refused() {
+        let arguments = json!({});
+        let call = Call {
+            name: "a",
+            arguments: &arguments,
+        };
+        assert_eq!(refusal_code(write(&[], KEYS)), "calls-none");
+        assert_eq!(refusal_code(write(&[call, call], KEYS)), "call-duplicate");
+        let same = CallKeys {
+            name: "x",
+            arguments: "x",
+        };
+        assert_eq!(refusal_code(write(&[call], same)), "call-keys-same");
+    }
+
+    #[test]
+    fn diagnostics_point_into_the_tools_arguments() {
+        let arguments = json!({"type": "array", "uniqueItems": true});
+        let calls = [Call {
+            name: "t",
+            arguments: &arguments,
+        }];
+        let refused = write(&calls, KEYS).unwrap_err();
+        assert_eq!(
+            refused.diagnostics()[0].keyword_pointer(),
+            "/$defs/t/properties/arguments/uniqueItems"
+        );
+    }
+}
