@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 use crate::diagnostic::escape_pointer_token;
-use crate::document::Document;
+use crate::document::{Document, Mount, under};
 use crate::keywords::Keywords;
 
 /// Where each identified schema of a document is, and what each subschema's base URI is.
@@ -43,11 +43,12 @@ impl ResourceIndex {
         };
         index.bases.insert(String::new(), DOCUMENT_BASE.to_string());
         index.walk(document.root, "", DOCUMENT_BASE);
+        // A mounted document's own base and place are known from the document (see
+        // `base_at` and `resolve`): only its identifiers are indexed.
         for (number, mount) in document.mounts.iter().enumerate() {
-            let base = format!("{MOUNT_BASE}{number}/");
-            index.ids.insert(base.clone(), mount.at.to_string());
-            index.bases.insert(mount.at.to_string(), base.clone());
-            index.walk(mount.schema, mount.at, &base);
+            if has_identifiers(mount.schema) {
+                index.walk(mount.schema, mount.at, &mount_base(number));
+            }
         }
         index
     }
@@ -138,16 +139,26 @@ impl ResourceIndex {
         }
     }
 
-    /// The base URI in force at `pointer`.
-    fn base_at(&self, pointer: &str) -> &str {
+    /// The base URI in force at `pointer`: the nearest `$id` above it, else the base of
+    /// the mounted document it is in, else the root's.
+    fn base_at(&self, document: &Document<'_>, pointer: &str) -> Cow<'_, str> {
+        let mount = document
+            .mounts
+            .iter()
+            .position(|mount| under(pointer, mount.at).is_some());
         let mut current = pointer;
         loop {
             if let Some(base) = self.bases.get(current) {
-                return base;
+                return Cow::Borrowed(base);
+            }
+            if let Some(number) = mount
+                && current == document.mounts[number].at
+            {
+                return Cow::Owned(mount_base(number));
             }
             match current.rfind('/') {
                 Some(cut) => current = &current[..cut],
-                None => return DOCUMENT_BASE,
+                None => return Cow::Borrowed(DOCUMENT_BASE),
             }
         }
     }
@@ -159,20 +170,22 @@ impl ResourceIndex {
         pointer: &str,
         reference: &str,
     ) -> Result<String, String> {
-        let base = self.base_at(pointer);
+        let base = self.base_at(document, pointer);
         let absolute;
         let (resource, fragment) = if let Some(fragment) = reference.strip_prefix('#') {
             // A fragment keeps the base's resource: no URI to join (most references
             // are `#/$defs/…`).
-            (split_fragment(base).0, Some(fragment))
+            (split_fragment(&base).0, Some(fragment))
         } else {
-            absolute = join(base, reference);
+            absolute = join(&base, reference);
             split_fragment(&absolute)
         };
         let document_pointer = if resource == DOCUMENT_BASE || resource.is_empty() {
             String::new()
         } else if let Some(found) = self.ids.get(resource) {
             found.clone()
+        } else if let Some(mount) = mounted_document(document, resource) {
+            mount.at.to_string()
         } else if self.bases.get("").is_some_and(|base| base == resource) {
             String::new()
         } else {
@@ -208,6 +221,23 @@ impl ResourceIndex {
         }
         Ok(target)
     }
+}
+
+/// The base of the mounted document number `number` without an `$id` of its own.
+fn mount_base(number: usize) -> String {
+    format!("{MOUNT_BASE}{number}/")
+}
+
+/// The mounted document whose own base is `resource`.
+fn mounted_document<'d>(document: &Document<'d>, resource: &str) -> Option<Mount<'d>> {
+    let digits = resource.strip_prefix(MOUNT_BASE)?.strip_suffix('/')?;
+    // The spelling `mount_base` writes only (`01` or `+1` is not document 1).
+    let canonical = digits.bytes().all(|byte| byte.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if !canonical {
+        return None;
+    }
+    document.mounts.get(digits.parse::<usize>().ok()?).copied()
 }
 
 /// `reference` resolved against `base` (RFC 3986, for the forms schemas use: absolute
