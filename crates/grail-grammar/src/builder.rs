@@ -184,10 +184,13 @@ impl Default for GrammarBuilder {
 impl GrammarBuilder {
     /// A builder holding only the (undefined) root rule.
     pub fn new() -> GrammarBuilder {
+        // Room for the rules of a typical generated grammar (a tool call, a schema)
+        // without regrowing.
+        const RULES: usize = 64;
         let mut builder = GrammarBuilder {
-            names: Vec::new(),
-            bodies: Vec::new(),
-            taken_by_hash: HashMap::default(),
+            names: Vec::with_capacity(RULES),
+            bodies: Vec::with_capacity(RULES),
+            taken_by_hash: HashMap::with_capacity_and_hasher(RULES, Default::default()),
             taken_collided: HashSet::default(),
             next_suffix: HashMap::default(),
         };
@@ -231,22 +234,23 @@ impl GrammarBuilder {
             }));
             base
         };
-        let name = if self.is_taken(&base) {
+        let base_hash = FxBuildHasher.hash_one(base.as_str());
+        let (name, hash) = if self.is_taken(&base, base_hash) {
             let mut suffix = self.next_suffix.get(&base).copied().unwrap_or(2);
             let name = loop {
                 let name = format!("{base}-{suffix}");
                 suffix += 1;
-                if !self.is_taken(&name) {
-                    break name;
+                let hash = FxBuildHasher.hash_one(name.as_str());
+                if !self.is_taken(&name, hash) {
+                    break (name, hash);
                 }
             };
             self.next_suffix.insert(base, suffix);
             name
         } else {
-            base
+            (base, base_hash)
         };
         let id = self.names.len() as u32;
-        let hash = FxBuildHasher.hash_one(name.as_str());
         match self.taken_by_hash.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(id);
@@ -260,9 +264,9 @@ impl GrammarBuilder {
         RuleId(id)
     }
 
-    /// True when a rule already has the name `name`.
-    fn is_taken(&self, name: &str) -> bool {
-        match self.taken_by_hash.get(&FxBuildHasher.hash_one(name)) {
+    /// True when a rule already has the name `name`, whose hash is `hash`.
+    fn is_taken(&self, name: &str, hash: u64) -> bool {
+        match self.taken_by_hash.get(&hash) {
             None => false,
             Some(&first) => {
                 self.names[first as usize] == name || self.taken_collided.contains(name)
