@@ -364,10 +364,13 @@ impl GrammarBuilder {
 
     fn alternatives(&self, rule: RuleId, body: Expr) -> Result<Vec<Sequence>, BuildError> {
         match body {
-            Expr::Choice(items) if !items.is_empty() => items
-                .into_iter()
-                .map(|item| self.sequence(rule, item))
-                .collect(),
+            Expr::Choice(items) if !items.is_empty() => {
+                let mut alternatives = Vec::with_capacity(items.len());
+                for item in items {
+                    alternatives.push(self.sequence(rule, item)?);
+                }
+                Ok(alternatives)
+            }
             _ => Ok(vec![self.sequence(rule, body)?]),
         }
     }
