@@ -8,7 +8,6 @@ use std::hash::BuildHasher;
 
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::analysis::collect_references;
 use crate::charset::CharSet;
 use crate::ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
@@ -173,6 +172,11 @@ pub struct GrammarBuilder {
     /// Per name hint, the suffix to try next (so that thousands of rules with one hint
     /// are named in linear time).
     next_suffix: HashMap<String, u32>,
+    /// The rules each defined body refers to, body after body, as they were lowered
+    /// (so `build` finds the reachable rules without walking the symbols again).
+    references: Vec<u32>,
+    /// Per rule, its range of `references` (empty until defined).
+    reference_ranges: Vec<(u32, u32)>,
 }
 
 impl Default for GrammarBuilder {
@@ -193,6 +197,8 @@ impl GrammarBuilder {
             taken_by_hash: HashMap::with_capacity_and_hasher(RULES, Default::default()),
             taken_collided: HashSet::default(),
             next_suffix: HashMap::default(),
+            references: Vec::new(),
+            reference_ranges: Vec::with_capacity(RULES),
         };
         builder.declare("root");
         builder
@@ -261,6 +267,7 @@ impl GrammarBuilder {
         }
         self.names.push(name);
         self.bodies.push(None);
+        self.reference_ranges.push((0, 0));
         RuleId(id)
     }
 
@@ -285,8 +292,16 @@ impl GrammarBuilder {
                 name: self.names[id.index()].clone(),
             });
         }
-        let alternatives = self.alternatives(id, body)?;
-        self.bodies[id.index()] = Some(alternatives);
+        let mut references = std::mem::take(&mut self.references);
+        let start = references.len();
+        let lowered = self.alternatives(id, body, &mut references);
+        if lowered.is_err() {
+            references.truncate(start);
+        }
+        let end = references.len();
+        self.references = references;
+        self.bodies[id.index()] = Some(lowered?);
+        self.reference_ranges[id.index()] = (start as u32, end as u32);
         Ok(())
     }
 
@@ -299,7 +314,13 @@ impl GrammarBuilder {
 
     /// The grammar of the rules reachable from the root, in declaration order.
     pub fn build(self) -> Result<Grammar, BuildError> {
-        let GrammarBuilder { names, bodies, .. } = self;
+        let GrammarBuilder {
+            names,
+            bodies,
+            references,
+            reference_ranges,
+            ..
+        } = self;
         let defined: Vec<bool> = bodies.iter().map(Option::is_some).collect();
         let rules: Vec<Rule> = names
             .into_iter()
@@ -317,21 +338,14 @@ impl GrammarBuilder {
         let mut keep = vec![false; all.rules.len()];
         keep[0] = true;
         let mut queue = VecDeque::from([0u32]);
-        // The references of the rule at hand (one buffer for all rules).
-        let mut referenced = Vec::new();
         while let Some(rule) = queue.pop_front() {
             if !defined[rule as usize] {
                 return Err(BuildError::RuleUndefined {
                     name: all.rules[rule as usize].name.clone(),
                 });
             }
-            referenced.clear();
-            for sequence in &all.rules[rule as usize].alternatives {
-                for symbol in sequence {
-                    collect_references(symbol, &mut referenced);
-                }
-            }
-            for &next in &referenced {
+            let (start, end) = reference_ranges[rule as usize];
+            for &next in &references[start as usize..end as usize] {
                 if !keep[next as usize] {
                     keep[next as usize] = true;
                     queue.push_back(next);
@@ -362,22 +376,34 @@ impl GrammarBuilder {
         })
     }
 
-    fn alternatives(&self, rule: RuleId, body: Expr) -> Result<Vec<Sequence>, BuildError> {
+    /// The alternatives of `body`, a body of `rule`; the rules it refers to are added to
+    /// `references`.
+    fn alternatives(
+        &self,
+        rule: RuleId,
+        body: Expr,
+        references: &mut Vec<u32>,
+    ) -> Result<Vec<Sequence>, BuildError> {
         match body {
             Expr::Choice(items) if !items.is_empty() => {
                 let mut alternatives = Vec::with_capacity(items.len());
                 for item in items {
-                    alternatives.push(self.sequence(rule, item)?);
+                    alternatives.push(self.sequence(rule, item, references)?);
                 }
                 Ok(alternatives)
             }
-            _ => Ok(vec![self.sequence(rule, body)?]),
+            _ => Ok(vec![self.sequence(rule, body, references)?]),
         }
     }
 
-    fn sequence(&self, rule: RuleId, expr: Expr) -> Result<Sequence, BuildError> {
+    fn sequence(
+        &self,
+        rule: RuleId,
+        expr: Expr,
+        references: &mut Vec<u32>,
+    ) -> Result<Sequence, BuildError> {
         let mut symbols = Vec::new();
-        self.push_sequence(rule, expr, &mut symbols)?;
+        self.push_sequence(rule, expr, &mut symbols, references)?;
         Ok(symbols)
     }
 
@@ -387,6 +413,7 @@ impl GrammarBuilder {
         rule: RuleId,
         expr: Expr,
         symbols: &mut Sequence,
+        references: &mut Vec<u32>,
     ) -> Result<(), BuildError> {
         match expr {
             Expr::Empty => {}
@@ -394,15 +421,20 @@ impl GrammarBuilder {
             Expr::Sequence(items) => {
                 symbols.reserve(items.len());
                 for item in items {
-                    self.push_sequence(rule, item, symbols)?;
+                    self.push_sequence(rule, item, symbols, references)?;
                 }
             }
-            other => symbols.push(self.symbol(rule, other)?),
+            other => symbols.push(self.symbol(rule, other, references)?),
         }
         Ok(())
     }
 
-    fn symbol(&self, rule: RuleId, expr: Expr) -> Result<Symbol, BuildError> {
+    fn symbol(
+        &self,
+        rule: RuleId,
+        expr: Expr,
+        references: &mut Vec<u32>,
+    ) -> Result<Symbol, BuildError> {
         let kind = match expr {
             Expr::Literal(text) => SymbolKind::Literal(text),
             Expr::Chars(set) => SymbolKind::Chars(set),
@@ -411,6 +443,7 @@ impl GrammarBuilder {
                 if id.index() >= self.names.len() {
                     return Err(BuildError::ForeignRule { id: id.0 });
                 }
+                references.push(id.0);
                 SymbolKind::Rule(id)
             }
             Expr::Token(token) => SymbolKind::Token(token),
@@ -420,7 +453,7 @@ impl GrammarBuilder {
             // nothing).
             Expr::Empty | Expr::Sequence(_) | Expr::Choice(_) => {
                 SymbolKind::Group(grail_syntax::stack::deep(move || {
-                    self.alternatives(rule, expr)
+                    self.alternatives(rule, expr, references)
                 })?)
             }
             Expr::Repeat(inner, min, max) => {
@@ -434,7 +467,7 @@ impl GrammarBuilder {
                     });
                 }
                 let inner_sequence =
-                    grail_syntax::stack::deep(move || self.sequence(rule, *inner))?;
+                    grail_syntax::stack::deep(move || self.sequence(rule, *inner, references))?;
                 let symbol = match <[Symbol; 1]>::try_from(inner_sequence) {
                     Ok([single]) => single,
                     Err(symbols) => Symbol::new(SymbolKind::Group(vec![symbols])),
@@ -512,6 +545,53 @@ mod tests {
                 "a",
                 "a-3"
             ]
+        );
+    }
+
+    #[test]
+    fn only_rules_reachable_from_the_root_are_kept() {
+        let mut builder = GrammarBuilder::new();
+        let [unused, in_group, in_repeat, leaf] =
+            ["unused", "in-group", "in-repeat", "leaf"].map(|name| builder.declare(name));
+        let never_defined = builder.declare("never-defined");
+        let root = builder.root();
+        builder
+            .define(unused, Expr::Rule(never_defined))
+            .expect("defined");
+        builder
+            .define(in_group, Expr::literal("g"))
+            .expect("defined");
+        builder
+            .define(in_repeat, Expr::Rule(leaf))
+            .expect("defined");
+        builder.define(leaf, Expr::literal("l")).expect("defined");
+        let body = Expr::sequence([
+            Expr::choice([Expr::Rule(in_group), Expr::literal("x")]),
+            Expr::Rule(in_repeat).repeat(0, Some(2)),
+        ]);
+        builder.define(root, body).expect("defined");
+        let grammar = builder
+            .build()
+            .expect("the unused rule's undefined reference is left out with it");
+        assert_eq!(
+            crate::print_grammar(&grammar),
+            "root ::= (in-group | \"x\") in-repeat{0,2}\nin-group ::= \"g\"\nin-repeat ::= leaf\nleaf ::= \"l\"\n"
+        );
+    }
+
+    #[test]
+    fn a_reachable_rule_must_be_defined() {
+        let mut builder = GrammarBuilder::new();
+        let missing = builder.declare("missing");
+        let root = builder.root();
+        builder
+            .define(root, Expr::Rule(missing).optional())
+            .expect("defined");
+        assert_eq!(
+            builder.build().unwrap_err(),
+            BuildError::RuleUndefined {
+                name: "missing".into()
+            }
         );
     }
 }
