@@ -51,8 +51,11 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 /// 16 MB at the cap.
 const MAX_STATES: usize = 16_384;
 
-/// States a step cache has room for from its first (see `StepCache::intern`).
-const INITIAL_STATES: usize = 64;
+/// States a step cache has room for from its first (see `StepCache::intern`): an open
+/// object's first key step learns about 200 (Github_easy o57450: 186). The room is
+/// address space until rows are written (256 KB of transitions), and growing past it
+/// copies the whole table.
+const INITIAL_STATES: usize = 256;
 
 /// Most bytes of remembered trie walks per matcher family.
 const MAX_WALK_BYTES: usize = 64 << 20;
@@ -621,7 +624,11 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
 /// The ASCII bytes grouped by the set of items that take them (items inside a character
 /// take none): partition refinement by each item's ASCII bitmap.
 fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[u128]> {
-    let mut classes: Vec<u128> = vec![u128::MAX];
+    // At most one class per ASCII byte: refined on the stack, then copied once to a box of
+    // the right size (a vector would grow and then shrink, copying itself each time).
+    let mut classes = [0u128; 128];
+    classes[0] = u128::MAX;
+    let mut count = 1;
     for &(node, partial, _) in items {
         if !partial.is_none() {
             continue;
@@ -637,13 +644,14 @@ fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[
         }
         // Refined in place: each class splits into its bytes the item takes (kept where
         // it was) and the rest (appended).
-        for index in 0..classes.len() {
+        for index in 0..count {
             let (inside, outside) = (classes[index] & takes, classes[index] & !takes);
             if inside != 0 && outside != 0 {
                 classes[index] = inside;
-                classes.push(outside);
+                classes[count] = outside;
+                count += 1;
             }
         }
     }
-    classes.into_boxed_slice()
+    classes[..count].into()
 }
