@@ -644,7 +644,9 @@ fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[
         }
         // Refined in place: each class splits into its bytes the item takes (kept where
         // it was) and the rest (appended).
-        for index in 0..count {
+        // The classes made by this item are not split again by it.
+        let classes_before = count;
+        for index in 0..classes_before {
             let (inside, outside) = (classes[index] & takes, classes[index] & !takes);
             if inside != 0 && outside != 0 {
                 classes[index] = inside;
