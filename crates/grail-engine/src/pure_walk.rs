@@ -220,18 +220,25 @@ impl Matcher {
                             base_depth: exit.depth - 1,
                         };
                         let exits = start.slice.exits();
-                        let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) = if start.looping
-                            == state
-                            && start.excepted.is_empty()
-                        {
-                            (exits.iter().map(exit_range).collect(), Vec::new())
-                        } else {
-                            exits
-                                .iter()
-                                .filter(|exit| !excepted(exit.position))
-                                .map(exit_range)
-                                .partition(|range| range.base_depth == 0 || start.looping == state)
-                        };
+                        let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) =
+                            if start.looping == state && start.excepted.is_empty() {
+                                (exits.iter().map(exit_range).collect(), Vec::new())
+                            } else {
+                                // Split at their final sizes at most (slices have thousands of
+                                // exits: growing both lists by pushes copied them over and over).
+                                let mut first =
+                                    Vec::with_capacity(exits.len() + start.excepted.len());
+                                let mut deeper = Vec::with_capacity(exits.len());
+                                for exit in exits.iter().filter(|exit| !excepted(exit.position)) {
+                                    let range = exit_range(exit);
+                                    if range.base_depth == 0 || start.looping == state {
+                                        first.push(range);
+                                    } else {
+                                        deeper.push(range);
+                                    }
+                                }
+                                (first, deeper)
+                            };
                         first.extend(
                             start
                                 .excepted
