@@ -9,15 +9,18 @@
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/outcome.rs"]
+mod outcome;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use corpus::{maskbench_directory, maskbench_groups};
-use grail_grammar::{Expr, GrammarBuilder, print_grammar};
+use grail_grammar::{Expr, GrammarBuilder};
 use grail_schema::{
-    Call, CallKeys, Dialect, KeyOrder, Mode, Mount, SchemaError, SchemaGrammar, SchemaOptions,
-    Whitespace, calls_to_grammar_framed, schema_to_grammar_framed,
+    Call, CallKeys, Dialect, KeyOrder, Mode, Mount, SchemaOptions, Whitespace,
+    calls_to_grammar_framed, schema_to_grammar_framed,
 };
+use outcome::{outcome_text, read_json};
 use serde_json::{Map, Value, json};
 
 /// The keys of the wire formats' call objects.
@@ -106,20 +109,6 @@ fn frame(_: &mut GrammarBuilder, call: Expr, space: Expr) -> Expr {
     ])
 }
 
-fn outcome(result: Result<SchemaGrammar, SchemaError>) -> String {
-    let (grammar, diagnostics) = match result {
-        Ok(converted) => (print_grammar(&converted.grammar), converted.diagnostics),
-        Err(SchemaError::Refused { diagnostics }) => ("refused".to_string(), diagnostics),
-        Err(error) => (format!("refused: {error:?}"), Vec::new()),
-    };
-    let mut diagnostics: Vec<String> = diagnostics
-        .iter()
-        .map(|diagnostic| format!("{diagnostic:?}"))
-        .collect();
-    diagnostics.sort();
-    format!("{grammar}\n{}", diagnostics.join("\n"))
-}
-
 /// Compares the two routes on `calls`; a description of the first difference.
 fn differs(calls: &[Call<'_>]) -> Option<String> {
     for (name_key, arguments_key) in KEYS {
@@ -137,14 +126,14 @@ fn differs(calls: &[Call<'_>]) -> Option<String> {
             })
             .collect();
         for (label, options) in option_sets() {
-            let direct = outcome(calls_to_grammar_framed(
+            let direct = outcome_text(calls_to_grammar_framed(
                 calls,
                 keys,
                 &options,
                 "tool-call",
                 &mut frame,
             ));
-            let through_schema = outcome(schema_to_grammar_framed(
+            let through_schema = outcome_text(schema_to_grammar_framed(
                 &schema,
                 &mounts,
                 &options,
@@ -159,12 +148,6 @@ fn differs(calls: &[Call<'_>]) -> Option<String> {
         }
     }
     None
-}
-
-fn read_json(path: &Path) -> Value {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
 /// Each registry of `testdata/tools` as (file, [(tool name, arguments schema)]).

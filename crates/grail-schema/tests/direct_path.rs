@@ -6,14 +6,16 @@
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/outcome.rs"]
+mod outcome;
 
 use std::path::{Path, PathBuf};
 
 use corpus::{maskbench_directory, maskbench_groups};
-use grail_grammar::print_grammar;
 use grail_schema::{
-    KeyOrder, Mode, SchemaError, SchemaOptions, Whitespace, schema_to_grammar, without_direct_path,
+    KeyOrder, Mode, SchemaOptions, Whitespace, schema_to_grammar, without_direct_path,
 };
+use outcome::{outcome_text, read_json};
 use serde_json::Value;
 
 fn repository_root() -> PathBuf {
@@ -50,21 +52,9 @@ fn option_sets() -> Vec<(&'static str, SchemaOptions)> {
     ]
 }
 
-/// The conversion's outcome as text: the grammar (or that it was refused) and every
-/// diagnostic. Diagnostics are sorted: the direct path reads a part where it writes it, so
-/// two findings of one severity in different parts may come in another order.
+/// The conversion's outcome as text (see `outcome_text`).
 fn outcome(schema: &Value, options: &SchemaOptions) -> String {
-    let (grammar, diagnostics) = match schema_to_grammar(schema, options) {
-        Ok(converted) => (print_grammar(&converted.grammar), converted.diagnostics),
-        Err(SchemaError::Refused { diagnostics }) => ("refused".to_string(), diagnostics),
-        Err(error) => (format!("refused: {error:?}"), Vec::new()),
-    };
-    let mut diagnostics: Vec<String> = diagnostics
-        .iter()
-        .map(|diagnostic| format!("{diagnostic:?}"))
-        .collect();
-    diagnostics.sort();
-    format!("{grammar}\n{}", diagnostics.join("\n"))
+    outcome_text(schema_to_grammar(schema, options))
 }
 
 /// Compares the two paths on `schema`; returns a description of the first difference.
@@ -92,12 +82,6 @@ fn json_files(directory: &Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-fn read_json(path: &Path) -> Value {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
 /// The schemas of the test corpora: schema cases (`schema` of each case file, or the file
