@@ -38,6 +38,7 @@ mod ranges;
 mod sample;
 mod step_cache;
 mod step_description;
+mod transition_table;
 mod utf8;
 mod walk_buffers;
 mod walk_escapes;

@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 
 use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::matcher::{edge_intersects, edge_matches};
+use crate::transition_table::TransitionTable;
 use crate::utf8::{Partial, Step};
 
 /// A state id, a transition result index, or one of the markers below.
@@ -52,9 +53,9 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 const MAX_STATES: usize = 16_384;
 
 /// States a step cache has room for from its first (see `StepCache::intern`): an open
-/// object's first key step learns about 200 (Github_easy o57450: 186). The room is
-/// address space until rows are written (256 KB of transitions), and growing past it
-/// copies the whole table.
+/// object's first key step learns about 200 (Github_easy o57450: 186). Also the states
+/// of one chunk of the transition table (see [`TransitionTable`]): the room is address
+/// space until rows are written (256 KB of transitions).
 const INITIAL_STATES: usize = 256;
 
 /// Most bytes of remembered trie walks per matcher family.
@@ -369,7 +370,7 @@ pub(crate) struct StepCache {
     states: Vec<StateData>,
     index: FxHashMap<Box<[u32]>, StateId>,
     /// Per state and byte: a marker, or an index into `results`.
-    transitions: Vec<u32>,
+    transitions: TransitionTable,
     results: Vec<Transition>,
     /// The summary of each of `results`, dense so walks stay in cache.
     summaries: Vec<TransitionSummary>,
@@ -415,7 +416,6 @@ impl StepCache {
             self.index.reserve(INITIAL_STATES);
             self.loops.reserve(INITIAL_STATES);
             self.counted_views.reserve(INITIAL_STATES);
-            self.transitions.reserve(INITIAL_STATES * 256);
             self.results.reserve(INITIAL_STATES * 2);
             self.summaries.reserve(INITIAL_STATES * 2);
         }
@@ -434,12 +434,7 @@ impl StepCache {
         self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
         // One branchless pass over the row (most states take most bytes: a loop over the
         // live bits wrote them one by one, a third of the time of interning a state).
-        self.transitions.extend((0..256).map(|byte: usize| {
-            match live[byte >> 6] >> (byte & 63) & 1 {
-                1 => UNKNOWN,
-                _ => DEAD,
-            }
-        }));
+        self.transitions.push_row(&live);
         if let Some(twin) = crate::counted::counted_twin_of(graph, key, items) {
             let state_twin = self.intern(graph, &twin.key, &twin.items, accepting);
             if state_twin != NO_STATE {
@@ -469,7 +464,7 @@ impl StepCache {
     /// The recorded transition from `state` on `byte`: a marker, or an index for
     /// [`StepCache::result`].
     pub(crate) fn transition(&self, state: StateId, byte: u8) -> u32 {
-        self.transitions[state as usize * 256 + usize::from(byte)]
+        self.transitions.get(state, byte)
     }
 
     /// A transition found by [`StepCache::transition`].
@@ -490,8 +485,8 @@ impl StepCache {
     /// Sets the transition of `byte` and of every ASCII byte in its class that is not
     /// known yet.
     fn set_for_class(&mut self, state: StateId, byte: u8, value: u32) {
-        let row = state as usize * 256;
-        self.transitions[row + usize::from(byte)] = value;
+        let row = self.transitions.row_mut(state);
+        row[usize::from(byte)] = value;
         if byte >= 0x80 {
             return;
         }
@@ -507,8 +502,8 @@ impl StepCache {
         while members != 0 {
             let member = members.trailing_zeros() as usize;
             members &= members - 1;
-            if self.transitions[row + member] == UNKNOWN {
-                self.transitions[row + member] = value;
+            if row[member] == UNKNOWN {
+                row[member] = value;
             }
         }
     }
