@@ -475,6 +475,33 @@ proptest! {
         check_walk_after(&grammar, seed, strings_vocabulary(&units, 3), 12, b"\"")?;
     }
 
+    /// As above with more first letters leading elsewhere than a handful (an open object
+    /// with many properties): a key must not be any of 14 names `a1`..`n1`, and no key
+    /// but the names starts with `m` or `n`; the slice less 14 subtrees must still equal
+    /// brute force.
+    #[test]
+    fn masks_equal_brute_force_where_a_loop_is_entered_but_for_many_bytes(seed in any::<u64>()) {
+        let letters = "abcdefghijklmn";
+        let names: Vec<String> = letters.chars().map(|letter| format!("\"{letter}1\"")).collect();
+        let mut key: Vec<String> = letters
+            .chars()
+            .filter(|&letter| letter < 'm')
+            .map(|letter| format!("\"{letter}\" ( \"1\" [^\"\\\\] tail | [^1\"\\\\] tail )?"))
+            .collect();
+        key.push(format!("[^{letters}\"\\\\] tail"));
+        let text = format!(
+            "root ::= ( \"\\\"\" ( name \"\\\"\" \":\" \"1\" | key \"\\\"\" \":\" [0-9]+ ) \",\" )*\n\
+             name ::= {}\nkey ::= ( {} )?\ntail ::= [^\"\\\\]*",
+            names.join(" | "),
+            key.join(" | "),
+        );
+        let grammar = CompiledGrammar::from_gbnf(&text)
+            .unwrap_or_else(|error| panic!("{text}: {error:?}"));
+        let mut units: Vec<&[u8]> = (0..letters.len()).map(|at| &letters.as_bytes()[at..at + 1]).collect();
+        units.extend([&b"1"[..], b"x", b"\"", b":", b","]);
+        check_walk_after(&grammar, seed, strings_vocabulary(&units, 2), 12, b"\"")?;
+    }
+
     /// Bounded repetitions long enough for masks to read their copies as a loop far from
     /// the bound (tokens here are at most 4 bytes): masks still equal brute force, near
     /// the bound included.
