@@ -204,7 +204,7 @@ impl Matcher {
             Some(walk) => walk,
             None => {
                 let slice = self.loop_slice_for(index, state, frames, range);
-                let mut ids = TokenIds::default();
+                let mut ids = TokenIds::new(words.len());
                 let (frontier, escapes) = match &slice {
                     // The slice's tokens at once, and the walk only where tokens leave it:
                     // from the state at the root, from the loop below it; the subtrees of
@@ -278,11 +278,11 @@ impl Matcher {
                                 words[id as usize / 32] &= !(1 << (id % 32));
                             }
                         }
-                        set_ids(&mut words, &ids.0);
+                        ids.set_in(&mut words);
                         WalkTokens::Words(words.into_boxed_slice())
                     }
-                    Some(start) => WalkTokens::new(Some(start.slice), ids.0, words.len()),
-                    None => WalkTokens::new(None, ids.0, words.len()),
+                    Some(start) => ids.into_walk_tokens(Some(start.slice)),
+                    None => ids.into_walk_tokens(None),
                 };
                 let walk = Arc::new(PureWalk {
                     tokens,
@@ -783,14 +783,68 @@ impl TokenSink for [u32] {
     }
 }
 
-/// Token ids in the order a walk met them (a walk to remember: most accept few tokens,
-/// so a list costs less than a mask-sized buffer to scan afterwards).
-#[derive(Debug, Default)]
-pub(crate) struct TokenIds(pub(crate) Vec<u32>);
+/// The tokens of a walk to remember: their ids in the order the walk met them while
+/// they are no more than a mask has words (most walks accept few tokens, and a list
+/// costs less than a mask-sized buffer to scan afterwards), then a mask's words (a key
+/// start of an open object accepts most of the vocabulary: its list grew, copying
+/// itself, to hundreds of KB, each id then set in words anyway).
+#[derive(Debug)]
+pub(crate) struct TokenIds {
+    ids: Vec<u32>,
+    words: Option<Vec<u32>>,
+    mask_words: usize,
+}
+
+impl TokenIds {
+    /// No tokens yet, for masks of `mask_words` words.
+    pub(crate) fn new(mask_words: usize) -> TokenIds {
+        TokenIds {
+            ids: Vec::new(),
+            words: None,
+            mask_words,
+        }
+    }
+
+    /// Sets these tokens in a mask's words.
+    pub(crate) fn set_in(&self, words: &mut [u32]) {
+        match &self.words {
+            Some(own) => {
+                for (word, own) in words.iter_mut().zip(own) {
+                    *word |= own;
+                }
+            }
+            None => set_ids(words, &self.ids),
+        }
+    }
+
+    /// These tokens, after those of `slice` (if any), as a remembered walk keeps them.
+    pub(crate) fn into_walk_tokens(self, slice: Option<Arc<grail_vocab::LoopSlice>>) -> WalkTokens {
+        match (self.words, slice) {
+            (None, slice) => WalkTokens::new(slice, self.ids, self.mask_words),
+            (Some(words), None) => WalkTokens::Words(words.into_boxed_slice()),
+            (Some(mut words), Some(slice)) => {
+                for (word, own) in words.iter_mut().zip(slice.words()) {
+                    *word |= own;
+                }
+                WalkTokens::Words(words.into_boxed_slice())
+            }
+        }
+    }
+}
 
 impl TokenSink for TokenIds {
     #[inline]
     fn add(&mut self, ids: &[u32]) {
-        self.0.extend_from_slice(ids);
+        if let Some(words) = &mut self.words {
+            set_ids(words, ids);
+            return;
+        }
+        self.ids.extend_from_slice(ids);
+        if self.ids.len() > self.mask_words {
+            let mut words = vec![0u32; self.mask_words];
+            set_ids(&mut words, &self.ids);
+            self.ids = Vec::new();
+            self.words = Some(words);
+        }
     }
 }

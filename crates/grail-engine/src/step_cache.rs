@@ -53,9 +53,8 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 const MAX_STATES: usize = 16_384;
 
 /// States a step cache has room for from its first (see `StepCache::intern`): an open
-/// object's first key step learns about 200 (Github_easy o57450: 186). Also the states
-/// of one chunk of the transition table (see [`TransitionTable`]): the room is address
-/// space until rows are written (256 KB of transitions).
+/// object's first key step learns about 200 (Github_easy o57450: 186). (The transition
+/// table grows by chunks instead: see [`TransitionTable`].)
 const INITIAL_STATES: usize = 256;
 
 /// Most bytes of remembered trie walks per matcher family.
