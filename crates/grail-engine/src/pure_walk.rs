@@ -211,12 +211,24 @@ impl Matcher {
                     // the bytes that do not enter the loop are walked whole from the state.
                     Some(start) => {
                         let trie = index.trie();
-                        let excepted = |position: u32| {
-                            start.excepted.iter().any(|&root_child| {
-                                let end =
-                                    root_child + trie.nodes()[root_child].subtree_len as usize;
-                                (root_child..end).contains(&(position as usize))
+                        // The excepted subtrees as node ranges, in trie order (as found),
+                        // so an exit's is found by binary search (a key start can have
+                        // dozens of excepted bytes, a slice thousands of exits).
+                        let excepted_ranges: Vec<(usize, usize)> = start
+                            .excepted
+                            .iter()
+                            .map(|&root_child| {
+                                (
+                                    root_child,
+                                    root_child + trie.nodes()[root_child].subtree_len as usize,
+                                )
                             })
+                            .collect();
+                        let excepted = |position: u32| {
+                            let position = position as usize;
+                            let after =
+                                excepted_ranges.partition_point(|&(first, _)| first <= position);
+                            after > 0 && position < excepted_ranges[after - 1].1
                         };
                         let exit_range = |exit: &grail_vocab::ExitNode| TrieRange {
                             first: exit.position as usize,
