@@ -592,20 +592,23 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
             }
             continue;
         }
-        if !matches!(
-            node,
-            Node::Char { .. } | Node::Class { .. } | Node::Any { .. }
-        ) {
-            continue;
-        }
+        // Whether the item takes every character past ASCII (`Some(true)`), none, or
+        // some: only then is each continuation byte's character looked up.
+        let non_ascii = match node {
+            Node::Any { .. } => Some(true),
+            Node::Class { set, .. } => graph.class_all_non_ascii[set as usize],
+            Node::Char { .. } => None,
+            _ => continue,
+        };
         for byte in 0x80..=0xBFu8 {
             let takes = match partial.push(byte) {
+                Step::Invalid => false,
+                _ if non_ascii.is_some() => non_ascii == Some(true),
                 Step::Complete(code_point) => edge_matches(graph, node, code_point),
                 Step::Incomplete(next) => {
                     let (low, high) = next.code_point_range();
                     edge_intersects(graph, node, low, high)
                 }
-                Step::Invalid => false,
             };
             if takes {
                 live[2] |= 1 << (byte - 0x80);
