@@ -125,11 +125,13 @@ pub(crate) fn transition_template(
         }
         new_links.push((owner[offset], link.next, slot_of(link.frame)?));
     }
-    let slot_map = scratch
-        .slot_frames
-        .iter()
-        .map(|&frame| slot_of(frame))
-        .collect::<Option<Box<[u8]>>>()?;
+    // Sized up front (collecting through `Option` grew a vector, then shrank it to a box:
+    // two reallocations per transition learned).
+    let mut slot_map = Vec::with_capacity(scratch.slot_frames.len());
+    for &frame in &scratch.slot_frames {
+        slot_map.push(slot_of(frame)?);
+    }
+    let slot_map = slot_map.into_boxed_slice();
     let keeps_slots = slot_map.len() == source_count
         && slot_map
             .iter()
