@@ -845,12 +845,22 @@ impl TokenIds {
 }
 
 impl TokenSink for TokenIds {
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, ids: &[u32]) {
-        if let Some(words) = &mut self.words {
-            set_ids(words, ids);
-            return;
+        // Called at every trie node a walk passes (most hold no token, or one): the
+        // words' case inline, the list's out of line.
+        match &mut self.words {
+            Some(words) => set_ids(words, ids),
+            None if ids.is_empty() => {}
+            None => self.add_to_list(ids),
         }
+    }
+}
+
+impl TokenIds {
+    /// Adds `ids` to the list, moving to words once they outnumber a mask's words.
+    #[inline(never)]
+    fn add_to_list(&mut self, ids: &[u32]) {
         self.ids.extend_from_slice(ids);
         if self.ids.len() > self.mask_words {
             let mut words = vec![0u32; self.mask_words];
