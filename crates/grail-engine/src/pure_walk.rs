@@ -175,11 +175,15 @@ impl SlotMaps {
         }
         let parent_map = self.get(parent);
         let child: Box<[u8]> = step.iter().map(|&slot| parent_map[slot as usize]).collect();
-        let next = self.maps.len() as u32 + 1;
-        let id = *self.index.entry(child.clone()).or_insert(next);
-        if id == next {
-            self.maps.push(child);
-        }
+        let id = match self.index.get(&child) {
+            Some(&known) => known,
+            None => {
+                let id = self.maps.len() as u32 + 1;
+                self.maps.push(child.clone());
+                self.index.insert(child, id);
+                id
+            }
+        };
         self.composed.insert((parent, result), id);
         id
     }

@@ -9,7 +9,8 @@ use crate::step_cache::{OUTSIDE, StateId, Transition};
 pub(crate) fn frames_in_order(items: &[Item], frames: &mut Vec<u32>) {
     frames.clear();
     for item in items {
-        if !frames.contains(&item.frame) {
+        // Items of a frame mostly come together: the last frame met is checked first.
+        if frames.last() != Some(&item.frame) && !frames.contains(&item.frame) {
             frames.push(item.frame);
         }
     }
