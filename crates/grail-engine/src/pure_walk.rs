@@ -833,6 +833,18 @@ impl TokenIds {
         }
     }
 
+    /// Adds `ids` to the list, moving to words once they outnumber a mask's words.
+    #[inline(never)]
+    fn add_to_list(&mut self, ids: &[u32]) {
+        self.ids.extend_from_slice(ids);
+        if self.ids.len() > self.mask_words {
+            let mut words = vec![0u32; self.mask_words];
+            set_ids(&mut words, &self.ids);
+            self.ids = Vec::new();
+            self.words = Some(words);
+        }
+    }
+
     /// These tokens, after those of `slice` (if any), as a remembered walk keeps them.
     pub(crate) fn into_walk_tokens(self, slice: Option<Arc<grail_vocab::LoopSlice>>) -> WalkTokens {
         match (self.words, slice) {
@@ -857,20 +869,6 @@ impl TokenSink for TokenIds {
             Some(words) => set_ids(words, ids),
             None if ids.is_empty() => {}
             None => self.add_to_list(ids),
-        }
-    }
-}
-
-impl TokenIds {
-    /// Adds `ids` to the list, moving to words once they outnumber a mask's words.
-    #[inline(never)]
-    fn add_to_list(&mut self, ids: &[u32]) {
-        self.ids.extend_from_slice(ids);
-        if self.ids.len() > self.mask_words {
-            let mut words = vec![0u32; self.mask_words];
-            set_ids(&mut words, &self.ids);
-            self.ids = Vec::new();
-            self.words = Some(words);
         }
     }
 }

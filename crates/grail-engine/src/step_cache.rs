@@ -431,8 +431,6 @@ impl StepCache {
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
         self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
-        // One branchless pass over the row (most states take most bytes: a loop over the
-        // live bits wrote them one by one, a third of the time of interning a state).
         self.transitions.push_row(&live);
         if let Some(twin) = crate::counted::counted_twin_of(graph, key, items) {
             let state_twin = self.intern(graph, &twin.key, &twin.items, accepting);
