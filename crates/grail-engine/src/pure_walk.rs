@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use grail_vocab::{VocabularyIndex, set_ids};
+use grail_vocab::{VocabularyIndex, or_words, set_ids};
 
 use crate::matcher::Matcher;
 use crate::step_cache::{
@@ -824,11 +824,7 @@ impl TokenIds {
     /// Sets these tokens in a mask's words.
     pub(crate) fn set_in(&self, words: &mut [u32]) {
         match &self.words {
-            Some(own) => {
-                for (word, own) in words.iter_mut().zip(own) {
-                    *word |= own;
-                }
-            }
+            Some(own) => or_words(words, own),
             None => set_ids(words, &self.ids),
         }
     }
@@ -851,9 +847,7 @@ impl TokenIds {
             (None, slice) => WalkTokens::new(slice, self.ids, self.mask_words),
             (Some(words), None) => WalkTokens::Words(words.into_boxed_slice()),
             (Some(mut words), Some(slice)) => {
-                for (word, own) in words.iter_mut().zip(slice.words()) {
-                    *word |= own;
-                }
+                or_words(&mut words, slice.words());
                 WalkTokens::Words(words.into_boxed_slice())
             }
         }

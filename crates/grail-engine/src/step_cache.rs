@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use grail_vocab::set_ids;
+use grail_vocab::{or_words, set_ids};
 use rustc_hash::FxHashMap;
 
 use crate::compile::{GrammarGraph, Node, NodeId};
@@ -198,16 +198,10 @@ impl WalkTokens {
     /// Sets these tokens in a mask's words.
     pub(crate) fn apply(&self, words: &mut [u32]) {
         match self {
-            WalkTokens::Words(own) => {
-                for (word, own) in words.iter_mut().zip(own.iter()) {
-                    *word |= own;
-                }
-            }
+            WalkTokens::Words(own) => or_words(words, own),
             WalkTokens::Ids(ids) => set_ids(words, ids),
             WalkTokens::Slice(slice, ids) => {
-                for (word, own) in words.iter_mut().zip(slice.words()) {
-                    *word |= own;
-                }
+                or_words(words, slice.words());
                 set_ids(words, ids);
             }
         }

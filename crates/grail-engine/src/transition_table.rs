@@ -12,7 +12,7 @@ use crate::step_cache::{DEAD, StateId, UNKNOWN};
 /// the blocks `prefault_heap` makes resident: a bigger chunk is a large object to
 /// mimalloc, served from a fresh 4 MiB page whose first touch can be a transparent huge
 /// page fault of milliseconds (256-state chunks: one mask of 2.6–4 ms in every second
-/// cold run of MaskBench BFCL_sql_12 and BFCL_sql_33, at most 0.12 ms with these).
+/// cold run of MaskBench BFCL_sql_12 and BFCL_sql_33, at most 0.11 ms with these).
 pub(crate) const CHUNK_STATES: usize = 64;
 
 /// Per state and byte: a marker (`UNKNOWN`, `DEAD`, ...) or an index into the step

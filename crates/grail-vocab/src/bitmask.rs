@@ -9,6 +9,15 @@ pub fn set_ids(words: &mut [u32], ids: &[u32]) {
     }
 }
 
+/// Sets in `words` every bit set in `other` (masks of the same layout; the shorter
+/// bounds the words touched).
+#[inline]
+pub fn or_words(words: &mut [u32], other: &[u32]) {
+    for (word, own) in words.iter_mut().zip(other) {
+        *word |= own;
+    }
+}
+
 /// The ids whose bits are set in a mask's words, in increasing order.
 pub fn ids_of(words: &[u32]) -> impl Iterator<Item = u32> + '_ {
     words.iter().enumerate().flat_map(|(index, &word)| {

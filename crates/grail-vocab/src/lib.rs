@@ -33,7 +33,7 @@ mod vocabulary;
 
 use std::path::Path;
 
-pub use bitmask::{TokenBitmask, clear_from, ids_of, set_ids};
+pub use bitmask::{TokenBitmask, clear_from, ids_of, or_words, set_ids};
 pub use byte_level::{ByteLevelDecoder, byte_to_char};
 pub use error::VocabError;
 pub use gguf::from_gguf;
