@@ -27,6 +27,7 @@ mod inline;
 mod item_set;
 mod learned;
 mod limits;
+mod loop_items;
 mod mask;
 mod mask_cache;
 mod matcher;

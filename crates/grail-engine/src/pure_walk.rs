@@ -714,6 +714,22 @@ impl Matcher {
                 if target_viable {
                     sink.add(trie.tokens_at(node));
                 }
+                // A subtree whose bytes an item of the target loops on (`loop_items.rs`),
+                // however small: every token in it is accepted, without visiting its nodes
+                // (checked in a few instructions, where a walk costs tens per node).
+                if node.subtree_len > 1 && count == UNCOUNTED {
+                    let class = self.step_cache().state(target).loop_item_class;
+                    if class != 0 {
+                        let below = trie.bytes_below(position);
+                        if below & !class == 0
+                            && (below >> 127 == 0 || trie.valid_utf8_below(position))
+                        {
+                            sink.add(trie.subtree_tokens(position));
+                            position += node.subtree_len as usize;
+                            continue;
+                        }
+                    }
+                }
                 // A big subtree whose bytes all loop on the target: every token in it is
                 // accepted, without visiting its nodes.
                 if node.subtree_len >= BULK_MIN_SUBTREE

@@ -25,6 +25,7 @@ use grail_vocab::{or_words, set_ids};
 use rustc_hash::FxHashMap;
 
 use crate::compile::{GrammarGraph, Node, NodeId};
+use crate::loop_items::widest_loop_item_class;
 use crate::matcher::{edge_intersects, edge_matches};
 use crate::transition_table::TransitionTable;
 use crate::utf8::{Partial, Step};
@@ -71,6 +72,9 @@ pub(crate) struct StateData {
     pub(crate) ascii_classes: Box<[u128]>,
     /// Some item takes a byte past ASCII.
     pub(crate) takes_non_ascii: bool,
+    /// The widest class an item loops on at a character boundary (`loop_items.rs`): every
+    /// run of its whole characters is viable from the state. Empty when none loops.
+    pub(crate) loop_item_class: u128,
 }
 
 /// What is known of the bytes that take a state back to itself ([`grail_vocab::byte_bit`]
@@ -418,6 +422,7 @@ impl StepCache {
             accepting,
             ascii_classes: ascii_classes(graph, items),
             takes_non_ascii: false,
+            loop_item_class: widest_loop_item_class(graph, items),
         });
         self.index.insert(key.into(), state);
         self.loops.push(LoopFacts::default());

@@ -502,6 +502,42 @@ proptest! {
         check_walk_after(&grammar, seed, strings_vocabulary(&units, 2), 12, b"\"")?;
     }
 
+    /// Strings searched for a needle (as a JSON Schema `pattern` without anchors is
+    /// compiled): the free run's class loops inside every state of the search while the
+    /// needle's letters move the state on, so walks take subtrees by that looping item
+    /// (`loop_items.rs`), not by the state looping. Tokens past ASCII, a lone lead byte
+    /// and escapes included; masks must still equal brute force.
+    #[test]
+    fn masks_equal_brute_force_in_strings_searched_for_a_needle(seed in any::<u64>(), which in 0usize..3) {
+        let grammars = [
+            // Starts with `ab`, contains `ba` or ends with `ab`.
+            r#"root ::= ( "\"" ( "ab" ch* | ch+ "ba" ch* | ch+ "ab" | "ba" ch* ) "\"" "," )*
+ch ::= [^"\\] | "\\" ["\\n]"#,
+            // The free run written inline, escapes inside the loop.
+            r#"root ::= ( "\"" ( ( [^"\\] | "\\" ["\\n] )+ "ab" ( [^"\\] | "\\" ["\\n] )* | "b" ) "\"" "," )*"#,
+            // A run of letters only, around a needle of two letters.
+            r#"root ::= "\"" [a-n]* "ba" [a-nx]* "\"" ( "," root )?"#,
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        // Every string of up to two units, longer ones of letters (and `é`, and a lone lead
+        // byte) alone, and runs of letters then a quote: subtrees the free run takes
+        // whole, next to ones it must walk.
+        let units: [&[u8]; 9] = [b"a", b"b", b"x", b"\"", b"\\", b"n", b",", "é".as_bytes(), b"\xC3"];
+        let letters: [&[u8]; 6] = [b"a", b"b", b"x", b"n", "é".as_bytes(), b"\xC3"];
+        let mut tokens = strings_over(&units, 2);
+        tokens.extend(strings_over(&letters, 4).into_iter().filter(|token| token.len() > 2));
+        // Runs of letters that close the string.
+        tokens.extend(strings_over(&letters, 2).into_iter().map(|run| [&run[..], b"\""].concat()));
+        tokens.sort();
+        tokens.dedup();
+        let vocabulary = with_end_of_generation("needle", tokens);
+        // Twice: the second matcher starts from what the first learned, so its masks walk
+        // along the learned table (where subtrees are taken whole).
+        check_walk_after(&grammar, seed, vocabulary.clone(), 14, b"\"")?;
+        check_walk_after(&grammar, seed.rotate_left(17), vocabulary, 14, b"\"")?;
+    }
+
     /// Bounded repetitions long enough for masks to read their copies as a loop far from
     /// the bound (tokens here are at most 4 bytes): masks still equal brute force, near
     /// the bound included.

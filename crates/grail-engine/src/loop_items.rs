@@ -1,0 +1,175 @@
+//! Items that loop on their own class: a character class (or character, or any
+//! character) that its rule's automaton leads back to without consuming anything or
+//! leaving the rule (`[a-z]*`, the free run of a searched pattern `.*needle.*`). A state
+//! holding such an item at a character boundary takes every run of that class's whole
+//! characters, whatever its other items do with them: the item is there again after each
+//! character. Token-trie walks use it to take whole subtrees at once from states that do
+//! not loop themselves (`Matcher::walk_table_nodes`, by the class kept per state in
+//! `StateData::loop_item_class`): in a searched pattern every letter of the needle moves
+//! the state on, yet the free run keeps every string character viable.
+
+use crate::compile::{GrammarGraph, Node, NodeId};
+use crate::utf8::Partial;
+
+/// How many split nodes the search for a way back to a node may visit (split graphs of
+/// real grammars are a few nodes wide; past this, the node is taken not to loop).
+const MAX_SPLITS_VISITED: usize = 64;
+
+/// The consuming nodes that lead back to themselves through split nodes alone, as bits by
+/// node index: after consuming a character they are entered again in the same rule call.
+pub(crate) fn self_looping_nodes(nodes: &[Node], split_targets: &[NodeId]) -> Vec<u64> {
+    let mut bits = vec![0u64; nodes.len().div_ceil(64)];
+    let mut stack = Vec::new();
+    let mut visited = Vec::new();
+    for (index, node) in nodes.iter().enumerate() {
+        let next = match *node {
+            Node::Char { next, .. } | Node::Class { next, .. } | Node::Any { next } => next,
+            _ => continue,
+        };
+        stack.clear();
+        visited.clear();
+        stack.push(next);
+        let mut found = false;
+        while let Some(at) = stack.pop() {
+            if at as usize == index {
+                found = true;
+                break;
+            }
+            let Node::Split { first, count } = nodes[at as usize] else {
+                continue;
+            };
+            if visited.contains(&at) || visited.len() >= MAX_SPLITS_VISITED {
+                continue;
+            }
+            visited.push(at);
+            stack.extend_from_slice(&split_targets[first as usize..(first + count) as usize]);
+        }
+        if found {
+            bits[index / 64] |= 1 << (index % 64);
+        }
+    }
+    // None (most token-level grammars): nothing kept, nothing checked per state.
+    if bits.iter().all(|&word| word == 0) {
+        return Vec::new();
+    }
+    bits
+}
+
+/// The bytes (as [`grail_vocab::byte_bit`] bits) whose every run of whole characters a
+/// self-looping `node` takes: its ASCII members (bit 0 only when it has both NUL and
+/// DEL), and bit 127 when it has every character past ASCII.
+fn looping_bytes(graph: &GrammarGraph, node: NodeId) -> u128 {
+    let (ascii, all_past_ascii) = match graph.nodes[node as usize] {
+        Node::Char { code_point, .. } if code_point < 0x80 => (1u128 << code_point, false),
+        Node::Class { set, .. } => (
+            graph.class_ascii[set as usize],
+            graph.class_all_non_ascii[set as usize] == Some(true),
+        ),
+        Node::Any { .. } => (u128::MAX, true),
+        _ => return 0,
+    };
+    const NUL_AND_DEL: u128 = 1 | 1 << 0x7F;
+    (ascii & !NUL_AND_DEL)
+        | u128::from(ascii & NUL_AND_DEL == NUL_AND_DEL)
+        | u128::from(all_past_ascii) << 127
+}
+
+/// The widest class one of `items` loops on at a character boundary (see
+/// [`looping_bytes`]); empty when none does.
+pub(crate) fn widest_loop_item_class(
+    graph: &GrammarGraph,
+    items: &[(NodeId, Partial, u8)],
+) -> u128 {
+    if graph.looping_nodes.is_empty() {
+        return 0;
+    }
+    items
+        .iter()
+        .filter(|&&(node, partial, _)| {
+            partial.is_none() && graph.looping_nodes[node as usize / 64] >> (node % 64) & 1 == 1
+        })
+        .map(|&(node, ..)| looping_bytes(graph, node))
+        .max_by_key(|class| class.count_ones())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CompiledGrammar;
+
+    /// The ASCII members of the classes (or characters) of the nodes that loop.
+    fn looping_ascii(source: &str) -> Vec<u128> {
+        let grammar = CompiledGrammar::from_gbnf(source).expect("the grammar compiles");
+        let graph = &grammar.inner;
+        let mut classes: Vec<u128> = (0..graph.nodes.len())
+            .filter(|&index| {
+                !graph.looping_nodes.is_empty()
+                    && graph.looping_nodes[index / 64] >> (index % 64) & 1 == 1
+            })
+            .map(|index| match graph.nodes[index] {
+                Node::Class { set, .. } => graph.class_ascii[set as usize],
+                Node::Char { code_point, .. } => 1 << code_point,
+                other => panic!("{other:?} cannot loop on a class"),
+            })
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        classes
+    }
+
+    fn ascii_range(first: u8, last: u8) -> u128 {
+        (first..=last).fold(0, |bits, byte| bits | 1 << byte)
+    }
+
+    #[test]
+    fn starred_and_plussed_classes_loop_and_sequences_do_not() {
+        // `[a-z]*` and `[0-9]+` loop; `"x"`, `"-"`, `"y"`, `[a-c]` and `[d-f]` are met once.
+        let looping = looping_ascii(r#"root ::= "x" [a-z]* "-" [0-9]+ "y" [a-c] [d-f]"#);
+        assert_eq!(
+            looping,
+            vec![ascii_range(b'0', b'9'), ascii_range(b'a', b'z')]
+        );
+        assert!(looping_ascii(r#"root ::= "x" [a-c] [d-f] "y""#).is_empty());
+    }
+
+    #[test]
+    fn a_loop_through_a_group_of_alternatives_loops_and_a_rule_call_is_not_followed() {
+        let looping = looping_ascii(concat!(
+            r#"root ::= ([a-z] | "\\" ["n])* "!" item"#,
+            "\n",
+            "item ::= [0-9]",
+        ));
+        // The class of the group loops; the escape's backslash is followed by another
+        // character (not itself again); `item`'s class ends its rule.
+        assert_eq!(looping, vec![ascii_range(b'a', b'z')]);
+    }
+
+    #[test]
+    fn looping_bytes_need_every_character_past_ascii_and_both_nul_and_del() {
+        let grammar = CompiledGrammar::from_gbnf(
+            r#"root ::= [^"]* "|" [a-z\x80-\U0010FFFF]* "|" [\x00-\x7F]* "|" [\x01-\x7E]*"#,
+        )
+        .expect("the grammar compiles");
+        let graph = &grammar.inner;
+        let bytes: Vec<u128> = (0..graph.nodes.len() as NodeId)
+            .filter(|&node| graph.looping_nodes[node as usize / 64] >> (node % 64) & 1 == 1)
+            .map(|node| looping_bytes(graph, node))
+            .collect();
+        assert_eq!(bytes.len(), 4);
+        let quote = grail_vocab::byte_bit(b'"');
+        let past_ascii = 1u128 << 127;
+        assert!(bytes.contains(&!quote));
+        assert!(
+            bytes
+                .iter()
+                .any(|&b| b & past_ascii != 0 && b & 1 == 0 && b >> b'a' & 1 == 1)
+        );
+        assert!(bytes.iter().any(|&b| b & past_ascii == 0 && b & 1 == 1));
+        assert!(
+            bytes
+                .iter()
+                .any(|&b| b & past_ascii == 0 && b & 1 == 0 && b >> b'~' & 1 == 1)
+        );
+    }
+}
