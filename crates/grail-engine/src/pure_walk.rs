@@ -335,7 +335,18 @@ impl Matcher {
         let big = |class: u128| {
             (class & !(1 << 127)).count_ones() >= LOOP_SLICE_MIN_ASCII_BYTES || class >> 127 == 1
         };
+        // A slice's tokens are taken at once, but each exit is walked from the loop's
+        // state: where an item loops on more bytes than the state does (a searched
+        // pattern's free run, whose needle's letters move the state on), the walk from
+        // the root takes more at once (subtrees by that item) than a slice would.
+        let wider_item = |matcher: &Matcher, looping: StateId, class: u128| {
+            let item_class = matcher.step_cache().state(looping).loop_item_class;
+            item_class & class == class && item_class != class
+        };
         let class = self.closed_loop_class(state, frames, LOOP_SLICE_MIN_ASCII_BYTES);
+        if big(class) && wider_item(self, state, class) {
+            return None;
+        }
         if big(class) {
             return Some(SliceStart {
                 slice: index.loop_slice(class)?,
@@ -354,6 +365,9 @@ impl Matcher {
                 let class = self.closed_loop_class(looping, frames, LOOP_SLICE_MIN_ASCII_BYTES);
                 big(class).then_some((looping, class))
             })?;
+        if wider_item(self, looping, class) {
+            return None;
+        }
         let exceptions = self.bytes_not_entering(state, frames, looping, class)?;
         if exceptions.count_ones() as usize > MAX_SLICE_EXCEPTIONS || exceptions & 1 != 0 {
             return None;
