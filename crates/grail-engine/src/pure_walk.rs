@@ -733,15 +733,13 @@ impl Matcher {
                 // (checked in a few instructions, where a walk costs tens per node).
                 if node.subtree_len > 1 && count == UNCOUNTED {
                     let class = self.step_cache().state(target).loop_item_class;
-                    if class != 0 {
-                        let below = trie.bytes_below(position);
-                        if below & !class == 0
-                            && (below >> 127 == 0 || trie.valid_utf8_below(position))
-                        {
-                            sink.add(trie.subtree_tokens(position));
-                            position += node.subtree_len as usize;
-                            continue;
-                        }
+                    if class != 0
+                        && let Some(below) = trie.bytes_below_within(position, class)
+                        && (below >> 127 == 0 || trie.valid_utf8_below(position))
+                    {
+                        sink.add(trie.subtree_tokens(position));
+                        position += node.subtree_len as usize;
+                        continue;
                     }
                 }
                 // A big subtree whose bytes all loop on the target: every token in it is

@@ -290,6 +290,27 @@ impl TokenTrie {
             .fold(0, |below, child| below | byte_bit(child.byte))
     }
 
+    /// [`TokenTrie::bytes_below`] when every one of them is in `class` (same bits), else
+    /// `None`: a small subtree's nodes are read only up to the first byte outside it.
+    #[inline]
+    pub fn bytes_below_within(&self, position: usize, class: u128) -> Option<u128> {
+        let node = &self.nodes[position];
+        if node.subtree_len >= BYTES_BELOW_KEPT_FROM {
+            let below = self.bytes_below.get(position);
+            return (below & !class == 0).then_some(below);
+        }
+        let end = position + node.subtree_len as usize;
+        let mut below = 0;
+        for child in &self.nodes[position + 1..end] {
+            let bit = byte_bit(child.byte);
+            if bit & class == 0 {
+                return None;
+            }
+            below |= bit;
+        }
+        Some(below)
+    }
+
     /// True when the bytes below `position` (every token below it, minus the bytes down to
     /// it) are valid UTF-8, possibly ending inside a character, provided `position` ends
     /// between characters. Strict: no overlongs, surrogates or values past U+10FFFF.
@@ -499,6 +520,14 @@ pub(crate) mod tests {
                 .iter()
                 .fold(0, |below, child| below | byte_bit(child.byte));
             assert_eq!(trie.bytes_below(position), expected, "node {position}");
+            for class in [expected, expected | 1 << 127, expected & (expected - 1), 0] {
+                let within = (expected & !class == 0).then_some(expected);
+                assert_eq!(
+                    trie.bytes_below_within(position, class),
+                    within,
+                    "node {position}"
+                );
+            }
             kept += usize::from(node.subtree_len >= BYTES_BELOW_KEPT_FROM);
         }
         assert!(
