@@ -20,7 +20,7 @@ use crate::error::CompileError;
 use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
 use crate::learned::LearnedStore;
 use crate::limits::EngineLimits;
-use crate::loop_items::self_looping_nodes;
+use crate::loop_items::LoopingNodes;
 use crate::prepare::{Prepared, prepare};
 use crate::ranges::ScalarSet;
 
@@ -116,9 +116,9 @@ pub(crate) struct GrammarGraph {
     /// The nodes of `counted` that walks may count through, as bits (see
     /// `counted::countable_nodes`); empty when none.
     pub(crate) countable_nodes: Vec<u64>,
-    /// The consuming nodes that loop on their own class, as bits (see
-    /// `loop_items::self_looping_nodes`).
-    pub(crate) looping_nodes: Vec<u64>,
+    /// Which class nodes loop on their own class, found on first need
+    /// (`loop_items.rs`).
+    pub(crate) looping_nodes: LoopingNodes,
     pub(crate) limits: EngineLimits,
     /// What this grammar's matchers learned, for the next ones (`learned.rs`).
     pub(crate) learned: LearnedStore,
@@ -210,7 +210,7 @@ impl CompiledGrammar {
             )
         };
         let countable_nodes = countable_nodes(&builder.counted, builder.nodes.len());
-        let looping_nodes = self_looping_nodes(&builder.nodes, &builder.split_targets);
+        let looping_nodes = LoopingNodes::new(builder.nodes.len());
         Ok(CompiledGrammar {
             inner: Arc::new(GrammarGraph {
                 nodes: builder.nodes,

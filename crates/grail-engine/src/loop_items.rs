@@ -1,6 +1,5 @@
-//! Items that loop on their own class: a character class (or character, or any
-//! character) that its rule's automaton leads back to without consuming anything or
-//! leaving the rule (`[a-z]*`, the free run of a searched pattern `.*needle.*`). A state
+//! Items that loop on their own class: a character class (or any character) that its
+//! rule's automaton leads back to without consuming anything or leaving the rule (`[a-z]*`, the free run of a searched pattern `.*needle.*`). A state
 //! holding such an item at a character boundary takes every run of that class's whole
 //! characters, whatever its other items do with them: the item is there again after each
 //! character. Token-trie walks use it to take whole subtrees at once from states that do
@@ -8,59 +7,97 @@
 //! `StateData::loop_item_class`): in a searched pattern every letter of the needle moves
 //! the state on, yet the free run keeps every string character viable.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::utf8::Partial;
 
-/// How many split nodes the search for a way back to a node may visit (split graphs of
-/// real grammars are a few nodes wide; past this, the node is taken not to loop).
-const MAX_SPLITS_VISITED: usize = 64;
+/// How many split nodes the search for a way back to a node may visit, and how many
+/// nodes it may look at (a loop's way back is a few splits: the loop's own and its
+/// group's alternatives; past these, the node is taken not to loop, which only costs a
+/// shortcut). Small: a class may be followed by a split of hundreds of alternatives.
+const MAX_SPLITS_VISITED: usize = 6;
+const MAX_NODES_SEEN: usize = 16;
 
-/// The consuming nodes that lead back to themselves through split nodes alone, as bits by
-/// node index: after consuming a character they are entered again in the same rule call.
-pub(crate) fn self_looping_nodes(nodes: &[Node], split_targets: &[NodeId]) -> Vec<u64> {
-    let mut bits = vec![0u64; nodes.len().div_ceil(64)];
-    let mut stack = Vec::new();
-    let mut visited = Vec::new();
-    for (index, node) in nodes.iter().enumerate() {
-        let next = match *node {
-            Node::Char { next, .. } | Node::Class { next, .. } | Node::Any { next } => next,
-            _ => continue,
+/// Which class nodes (and any-character nodes) lead back to themselves through split
+/// nodes alone: after consuming a character they are entered again in the same rule
+/// call. Found on first need per node (states name few of a grammar's nodes; searching
+/// from every class node at compile time cost a few percent of a big schema's compile)
+/// and remembered, shared by every matcher of the grammar.
+#[derive(Debug)]
+pub(crate) struct LoopingNodes {
+    /// Per node: 0 not yet known, 1 does not loop, 2 loops.
+    known: Box<[AtomicU8]>,
+}
+
+const UNKNOWN: u8 = 0;
+const DOES_NOT_LOOP: u8 = 1;
+const LOOPS: u8 = 2;
+
+impl LoopingNodes {
+    /// Nothing known yet, for a graph of `node_count` nodes.
+    pub(crate) fn new(node_count: usize) -> LoopingNodes {
+        LoopingNodes {
+            known: std::iter::repeat_with(|| AtomicU8::new(UNKNOWN))
+                .take(node_count)
+                .collect(),
+        }
+    }
+
+    /// True when class (or any-character) node `node` leads back to itself through
+    /// split nodes alone.
+    pub(crate) fn loops(&self, nodes: &[Node], split_targets: &[NodeId], node: NodeId) -> bool {
+        let slot = &self.known[node as usize];
+        match slot.load(Ordering::Relaxed) {
+            LOOPS => true,
+            DOES_NOT_LOOP => false,
+            _ => {
+                let loops = leads_back(nodes, split_targets, node);
+                slot.store(if loops { LOOPS } else { DOES_NOT_LOOP }, Ordering::Relaxed);
+                loops
+            }
+        }
+    }
+}
+
+/// True when class (or any-character) node `node` is reached again from the node after it
+/// through split nodes alone (within [`MAX_SPLITS_VISITED`] and [`MAX_NODES_SEEN`]).
+fn leads_back(nodes: &[Node], split_targets: &[NodeId], node: NodeId) -> bool {
+    let next = match nodes[node as usize] {
+        Node::Class { next, .. } | Node::Any { next } => next,
+        _ => return false,
+    };
+    let mut stack = vec![next];
+    let mut visited: Vec<NodeId> = Vec::new();
+    let mut seen = 0;
+    while let Some(at) = stack.pop() {
+        seen += 1;
+        if seen > MAX_NODES_SEEN {
+            return false;
+        }
+        if at == node {
+            return true;
+        }
+        let Node::Split { first, count } = nodes[at as usize] else {
+            continue;
         };
-        stack.clear();
-        visited.clear();
-        stack.push(next);
-        let mut found = false;
-        while let Some(at) = stack.pop() {
-            if at as usize == index {
-                found = true;
-                break;
-            }
-            let Node::Split { first, count } = nodes[at as usize] else {
-                continue;
-            };
-            if visited.contains(&at) || visited.len() >= MAX_SPLITS_VISITED {
-                continue;
-            }
-            visited.push(at);
-            stack.extend_from_slice(&split_targets[first as usize..(first + count) as usize]);
+        if visited.len() >= MAX_SPLITS_VISITED || count as usize > MAX_NODES_SEEN {
+            return false;
         }
-        if found {
-            bits[index / 64] |= 1 << (index % 64);
+        if visited.contains(&at) {
+            continue;
         }
+        visited.push(at);
+        stack.extend_from_slice(&split_targets[first as usize..(first + count) as usize]);
     }
-    // None (most token-level grammars): nothing kept, nothing checked per state.
-    if bits.iter().all(|&word| word == 0) {
-        return Vec::new();
-    }
-    bits
+    false
 }
 
 /// The bytes (as [`grail_vocab::byte_bit`] bits) whose every run of whole characters a
-/// self-looping `node` takes: its ASCII members (bit 0 only when it has both NUL and
+/// self-looping class (or any-character) `node` takes: its ASCII members (bit 0 only when it has both NUL and
 /// DEL), and bit 127 when it has every character past ASCII.
 fn looping_bytes(graph: &GrammarGraph, node: NodeId) -> u128 {
     let (ascii, all_past_ascii) = match graph.nodes[node as usize] {
-        Node::Char { code_point, .. } if code_point < 0x80 => (1u128 << code_point, false),
         Node::Class { set, .. } => (
             graph.class_ascii[set as usize],
             graph.class_all_non_ascii[set as usize] == Some(true),
@@ -80,13 +117,17 @@ pub(crate) fn widest_loop_item_class(
     graph: &GrammarGraph,
     items: &[(NodeId, Partial, u8)],
 ) -> u128 {
-    if graph.looping_nodes.is_empty() {
-        return 0;
-    }
     items
         .iter()
         .filter(|&&(node, partial, _)| {
-            partial.is_none() && graph.looping_nodes[node as usize / 64] >> (node % 64) & 1 == 1
+            partial.is_none()
+                && matches!(
+                    graph.nodes[node as usize],
+                    Node::Class { .. } | Node::Any { .. }
+                )
+                && graph
+                    .looping_nodes
+                    .loops(&graph.nodes, &graph.split_targets, node)
         })
         .map(|&(node, ..)| looping_bytes(graph, node))
         .max_by_key(|class| class.count_ones())
@@ -98,18 +139,18 @@ mod tests {
     use super::*;
     use crate::CompiledGrammar;
 
-    /// The ASCII members of the classes (or characters) of the nodes that loop.
+    /// The ASCII members of the classes of the nodes that loop.
     fn looping_ascii(source: &str) -> Vec<u128> {
         let grammar = CompiledGrammar::from_gbnf(source).expect("the grammar compiles");
         let graph = &grammar.inner;
         let mut classes: Vec<u128> = (0..graph.nodes.len())
             .filter(|&index| {
-                !graph.looping_nodes.is_empty()
-                    && graph.looping_nodes[index / 64] >> (index % 64) & 1 == 1
+                graph
+                    .looping_nodes
+                    .loops(&graph.nodes, &graph.split_targets, index as NodeId)
             })
             .map(|index| match graph.nodes[index] {
                 Node::Class { set, .. } => graph.class_ascii[set as usize],
-                Node::Char { code_point, .. } => 1 << code_point,
                 other => panic!("{other:?} cannot loop on a class"),
             })
             .collect();
@@ -153,7 +194,11 @@ mod tests {
         .expect("the grammar compiles");
         let graph = &grammar.inner;
         let bytes: Vec<u128> = (0..graph.nodes.len() as NodeId)
-            .filter(|&node| graph.looping_nodes[node as usize / 64] >> (node % 64) & 1 == 1)
+            .filter(|&node| {
+                graph
+                    .looping_nodes
+                    .loops(&graph.nodes, &graph.split_targets, node)
+            })
             .map(|node| looping_bytes(graph, node))
             .collect();
         assert_eq!(bytes.len(), 4);
