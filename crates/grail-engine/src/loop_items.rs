@@ -1,8 +1,8 @@
 //! Items that loop on their own class: a character class (or any character) that its
-//! rule's automaton leads back to without consuming anything or leaving the rule (`[a-z]*`, the free run of a searched pattern `.*needle.*`). A state
-//! holding such an item at a character boundary takes every run of that class's whole
-//! characters, whatever its other items do with them: the item is there again after each
-//! character. Token-trie walks use it to take whole subtrees at once from states that do
+//! rule's automaton leads back to without consuming anything or leaving the rule
+//! (`[a-z]*`, the free run of a searched pattern `.*needle.*`). A state holding such an
+//! item at a character boundary takes every run of that class's whole characters,
+//! whatever its other items do with them: the item is there again after each character. Token-trie walks use it to take whole subtrees at once from states that do
 //! not loop themselves (`Matcher::walk_table_nodes`, by the class kept per state in
 //! `StateData::loop_item_class`): in a searched pattern every letter of the needle moves
 //! the state on, yet the free run keeps every string character viable.
@@ -94,8 +94,8 @@ fn leads_back(nodes: &[Node], split_targets: &[NodeId], node: NodeId) -> bool {
 }
 
 /// The bytes (as [`grail_vocab::byte_bit`] bits) whose every run of whole characters a
-/// self-looping class (or any-character) `node` takes: its ASCII members (bit 0 only when it has both NUL and
-/// DEL), and bit 127 when it has every character past ASCII.
+/// self-looping class (or any-character) `node` takes: its ASCII members (bit 0 only
+/// when it has both NUL and DEL), and bit 127 when it has every character past ASCII.
 fn looping_bytes(graph: &GrammarGraph, node: NodeId) -> u128 {
     let (ascii, all_past_ascii) = match graph.nodes[node as usize] {
         Node::Class { set, .. } => (
