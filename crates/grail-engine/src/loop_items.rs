@@ -2,8 +2,9 @@
 //! rule's automaton leads back to without consuming anything or leaving the rule
 //! (`[a-z]*`, the free run of a searched pattern `.*needle.*`). A state holding such an
 //! item at a character boundary takes every run of that class's whole characters,
-//! whatever its other items do with them: the item is there again after each character. Token-trie walks use it to take whole subtrees at once from states that do
-//! not loop themselves (`Matcher::walk_table_nodes`, by the class kept per state in
+//! whatever its other items do with them: the item is there again after each character.
+//! Token-trie walks use it to take whole subtrees at once from states that do not loop
+//! themselves (`Matcher::walk_table_nodes`, by the class kept per state in
 //! `StateData::loop_item_class`): in a searched pattern every letter of the needle moves
 //! the state on, yet the free run keeps every string character viable.
 
