@@ -346,10 +346,25 @@ impl GraphBuilder<'_, '_> {
         alternatives: &[grail_grammar::Sequence],
         next: NodeId,
     ) -> Result<NodeId, CompileError> {
+        if let [only] = alternatives {
+            return self.sequence(only, next);
+        }
         let mut starts = Vec::with_capacity(alternatives.len());
+        // Alternatives that compile to the same node are one target: looked for in the
+        // list while it is short, in a set when it is long (enums and key tries have
+        // thousands of alternatives).
+        let mut seen = rustc_hash::FxHashSet::default();
         for sequence in alternatives {
             let start = self.sequence(sequence, next)?;
-            if !starts.contains(&start) {
+            let new = if starts.len() < 16 {
+                !starts.contains(&start)
+            } else {
+                if seen.is_empty() {
+                    seen.extend(starts.iter().copied());
+                }
+                seen.insert(start)
+            };
+            if new {
                 starts.push(start);
             }
         }
