@@ -17,12 +17,15 @@ use crate::counted::{
     optional_chain, same_node_shape, same_shape,
 };
 use crate::error::CompileError;
-use crate::inline::{INLINE_MAX_DEPTH, inlinable_rules};
+use crate::inline::{INLINE_MAX_DEPTH, node_estimate, rule_sizes};
 use crate::learned::LearnedStore;
 use crate::limits::EngineLimits;
 use crate::loop_items::LoopingNodes;
 use crate::prepare::{Prepared, prepare};
 use crate::ranges::ScalarSet;
+
+mod copies;
+use copies::Copies;
 
 /// Index of a node in the compiled graph.
 pub(crate) type NodeId = u32;
@@ -139,15 +142,17 @@ impl CompiledGrammar {
         options: &CompileOptions<'_>,
     ) -> Result<CompiledGrammar, CompileError> {
         let grammar = &*prepared.grammar;
-        let (references, inline) = match &prepared.analysis {
+        let (references, inline, node_estimate) = match &prepared.analysis {
             Some(analysis) => (
                 std::borrow::Cow::Borrowed(&analysis.references),
                 analysis.inline.clone(),
+                analysis.node_estimate,
             ),
             None => {
                 let references = grail_grammar::analysis::references(grammar);
-                let inline = inlinable_rules(grammar, &prepared.calls_only, &references);
-                (std::borrow::Cow::Owned(references), inline)
+                let (inline, sizes) = rule_sizes(grammar, &prepared.calls_only, &references);
+                let estimate = node_estimate(&inline, &sizes);
+                (std::borrow::Cow::Owned(references), inline, estimate)
             }
         };
         let mut builder = GraphBuilder {
@@ -157,7 +162,7 @@ impl CompiledGrammar {
             inline_depth: 0,
             needed: vec![false; grammar.rules.len()],
             queue: Vec::new(),
-            nodes: Vec::new(),
+            nodes: Vec::with_capacity(node_estimate.min(options.limits.max_nodes)),
             split_targets: Vec::new(),
             classes: Vec::new(),
             class_negated: Vec::new(),
@@ -599,9 +604,10 @@ impl GraphBuilder<'_, '_> {
         let mut optional: Vec<(usize, usize)> = Vec::new();
         let mut first_entry = next;
         let mut start = next;
+        let mut copies = Copies::First;
         for _ in min..max {
             let first = self.nodes.len();
-            let body = self.symbol(symbol, start)?;
+            let body = self.repetition_copy(symbol, start, &mut copies)?;
             if optional.is_empty() {
                 first_entry = body;
             }
@@ -611,12 +617,19 @@ impl GraphBuilder<'_, '_> {
         let mut mandatory: Vec<(usize, usize)> = Vec::new();
         for _ in 0..min {
             let first = self.nodes.len();
-            start = self.symbol(symbol, start)?;
+            start = self.repetition_copy(symbol, start, &mut copies)?;
             mandatory.push((first, self.nodes.len()));
         }
         // Repetitions with twins inside the copies keep theirs (twins do not nest).
         if max - min >= TWIN_MIN_COPIES && self.counted.len() == counted_before {
-            self.twin(symbol, &optional, first_entry, &mandatory, next)?;
+            self.twin(
+                symbol,
+                &optional,
+                first_entry,
+                &mandatory,
+                next,
+                &mut copies,
+            )?;
         }
         Ok(start)
     }
@@ -633,6 +646,7 @@ impl GraphBuilder<'_, '_> {
         first_entry: NodeId,
         mandatory: &[(usize, usize)],
         next: NodeId,
+        repeated: &mut Copies,
     ) -> Result<(), CompileError> {
         let (first, end) = optional[0];
         let len = end - first;
@@ -653,13 +667,13 @@ impl GraphBuilder<'_, '_> {
             count: 2,
         })?;
         let loop_body = self.nodes.len();
-        let body = self.symbol(symbol, head)?;
+        let body = self.repetition_copy(symbol, head, repeated)?;
         self.split_targets[targets as usize] = body;
         let mut twin_start = head;
         let mut twin_mandatory = Vec::new();
         for _ in mandatory {
             twin_mandatory.push(self.nodes.len());
-            twin_start = self.symbol(symbol, twin_start)?;
+            twin_start = self.repetition_copy(symbol, twin_start, repeated)?;
         }
         let end_of_twin = self.nodes.len();
         let laid_out_alike = end_of_twin - loop_body == len * (1 + mandatory.len())

@@ -23,18 +23,33 @@ pub(crate) const INLINE_TOTAL_NODES: u64 = 4096;
 /// compiling stays shallow on long chains of tiny rules.
 pub(crate) const INLINE_MAX_DEPTH: u32 = 32;
 
-/// `inline[rule]`: the rule is not recursive, small enough to inline, and not one that
-/// must stay a call (`calls_only`, indexed by rule; shorter than the rules means false).
-/// `references` are the grammar's (`grail_grammar::analysis::references`).
-pub(crate) fn inlinable_rules(
-    grammar: &Grammar,
-    calls_only: &[bool],
-    references: &[Vec<u32>],
-) -> Vec<bool> {
-    rule_sizes(grammar, calls_only, references).0
+/// About how many nodes a grammar compiles to, from [`rule_sizes`]: the sizes of the
+/// rules compiled as rules (inlined ones count inside their callers; a recursive rule,
+/// which has no size, as [`UNSIZED_RULE_NODES`]). Room for them is made at once, so the
+/// graph is not copied as it grows.
+pub(crate) fn node_estimate(inline: &[bool], sizes: &[u64]) -> usize {
+    let total = inline
+        .iter()
+        .zip(sizes)
+        .filter(|&(&inline, _)| !inline)
+        .map(|(_, &size)| {
+            if size == u64::MAX {
+                UNSIZED_RULE_NODES
+            } else {
+                size
+            }
+        })
+        .fold(0, u64::saturating_add);
+    usize::try_from(total).unwrap_or(usize::MAX)
 }
 
-/// Which rules are inlined, and the estimated size of each sized rule.
+/// The nodes [`node_estimate`] counts for a rule with no size (a recursive one).
+const UNSIZED_RULE_NODES: u64 = 16;
+
+/// Which rules are inlined (`inline[rule]`: the rule is not recursive, small enough to
+/// inline, and not one that must stay a call: `calls_only`, indexed by rule, shorter than
+/// the rules means false), and the estimated size of each sized rule. `edges` are the
+/// grammar's references (`grail_grammar::analysis::references`).
 pub(crate) fn rule_sizes(
     grammar: &Grammar,
     calls_only: &[bool],

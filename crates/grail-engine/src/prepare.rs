@@ -25,7 +25,7 @@ use grail_grammar::analysis::{nullable_rules, references, sequence_is_nullable};
 use grail_grammar::{Grammar, Repetition, Rule, Sequence, Symbol, SymbolKind};
 use rustc_hash::FxHashMap;
 
-use crate::inline::rule_sizes;
+use crate::inline::{node_estimate, rule_sizes};
 
 /// A repetition whose item can be empty is rewritten when it is unrolled into at least
 /// this many copies.
@@ -59,6 +59,8 @@ pub(crate) struct Analysis {
     pub(crate) references: Vec<Vec<u32>>,
     /// `inline[rule]`: compiled at its call sites (`crate::inline`).
     pub(crate) inline: Vec<bool>,
+    /// About how many nodes the compiled graph takes (`crate::inline::node_estimate`).
+    pub(crate) node_estimate: usize,
 }
 
 /// Rewrites `grammar` where its repetitions need it (see the module docs).
@@ -77,6 +79,7 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
     }
     let references = references(grammar);
     let (inline, sizes) = rule_sizes(grammar, &[], &references);
+    let node_estimate = node_estimate(&inline, &sizes);
     let mut rewriter = Rewriter {
         rules: Vec::new(),
         nullable: nullable_rules(grammar, &references),
@@ -101,7 +104,11 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         return Prepared {
             grammar: Cow::Borrowed(grammar),
             calls_only: vec![false; grammar.rules.len()],
-            analysis: Some(Analysis { references, inline }),
+            analysis: Some(Analysis {
+                references,
+                inline,
+                node_estimate,
+            }),
         };
     }
     rewriter.rules = grammar.rules.clone();
@@ -127,7 +134,11 @@ pub(crate) fn prepare(grammar: &Grammar) -> Prepared<'_> {
         return Prepared {
             grammar: Cow::Borrowed(grammar),
             calls_only: vec![false; grammar.rules.len()],
-            analysis: Some(Analysis { references, inline }),
+            analysis: Some(Analysis {
+                references,
+                inline,
+                node_estimate,
+            }),
         };
     }
     Prepared {
