@@ -452,18 +452,25 @@ impl Trie {
                 };
                 choices.push(Expr::sequence([encoded_char(character), rest]));
             }
-            let others = CharSet::new(
-                self.children
-                    .keys()
-                    .map(|&character| (character as u32, character as u32)),
-                true,
-            );
-            // The escaped characters by reference, when no child is one of them.
-            let escaped = crate::json_text::escaped_set();
-            let first = if escaped.difference(&others).matches_nothing() {
-                Expr::choice([Expr::Chars(others.difference(&escaped)), escape.clone()])
+            let children = self
+                .children
+                .keys()
+                .map(|&character| (character as u32, character as u32));
+            // The escaped characters by reference, when no child is one of them (most
+            // tries: property names): the plain characters are those neither a child nor
+            // escaped, built as one set (this runs at every node of big schemas' key tries).
+            let no_escaped_child = self
+                .children
+                .keys()
+                .all(|&character| crate::json_text::is_written_as_itself_char(character));
+            let first = if no_escaped_child {
+                let plain = CharSet::new(children.chain(crate::json_text::ESCAPED_RANGES), true);
+                Expr::choice([
+                    Expr::Chars(CharSet::new(plain.members(), false)),
+                    escape.clone(),
+                ])
             } else {
-                encoded_set(&others)
+                encoded_set(&CharSet::new(children, true))
             };
             choices.push(Expr::sequence([
                 first,

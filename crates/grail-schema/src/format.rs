@@ -387,6 +387,14 @@ fn fraction() -> Expr {
 /// minute of the day (the fraction lies between the minute and its zones, so the grammar
 /// must remember the minute across it).
 fn leap_second() -> Expr {
+    /// Built once per process (1,440 minutes of formatted text, about 6 M instructions)
+    /// and cloned for each schema that uses `date-time` or `time`.
+    static LEAP_SECOND: std::sync::LazyLock<Expr> = std::sync::LazyLock::new(build_leap_second);
+    LEAP_SECOND.clone()
+}
+
+/// [`leap_second`], built.
+fn build_leap_second() -> Expr {
     let last_minute = MINUTES_PER_DAY - 1;
     let as_offset = |minutes: u32| format!("{:02}:{:02}", minutes / 60, minutes % 60);
     let hours = (0..24)

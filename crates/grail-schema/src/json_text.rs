@@ -17,16 +17,16 @@ const DEL: u32 = 0x7F;
 
 /// Code points that are never written as themselves inside a JSON string here.
 pub fn escaped_set() -> CharSet {
-    CharSet::new(
-        [
-            (0, 0x1F),
-            ('"' as u32, '"' as u32),
-            ('\\' as u32, '\\' as u32),
-            (DEL, DEL),
-        ],
-        false,
-    )
+    CharSet::new(ESCAPED_RANGES, false)
 }
+
+/// The characters of [`escaped_set`], as sorted ranges.
+pub(crate) const ESCAPED_RANGES: [(u32, u32); 4] = [
+    (0, 0x1F),
+    ('"' as u32, '"' as u32),
+    ('\\' as u32, '\\' as u32),
+    (DEL, DEL),
+];
 
 /// One character of a JSON string as written: as itself, a short escape, a `\u` escape
 /// of a character, or a surrogate pair of `\u` escapes (one character, as decoders read
@@ -154,17 +154,30 @@ pub fn encoded_text(text: &str) -> Expr {
 /// True when `text` has no character that a JSON string escapes (its canonical form
 /// inside the quotes is `text` itself).
 pub fn is_written_as_itself(text: &str) -> bool {
-    // The same test as `escaped_set().contains`, without building the set.
-    !text.chars().any(|character| {
-        let code = character as u32;
-        code <= 0x1F || code == DEL || character == '"' || character == '\\'
-    })
+    text.chars().all(is_written_as_itself_char)
+}
+
+/// True when `character` is not one a JSON string escapes (the same test as
+/// `escaped_set().contains`, negated, without building the set).
+pub(crate) fn is_written_as_itself_char(character: char) -> bool {
+    let code = character as u32;
+    !(code <= 0x1F || code == DEL || character == '"' || character == '\\')
 }
 
 /// One character of `set`, written in canonical form inside a JSON string: the characters
 /// written as themselves as one class, the short escapes as one, the `\u00XX` ones grouped
 /// by their third hex digit.
 pub fn encoded_set(set: &CharSet) -> Expr {
+    // Most sets (the letters of keys and patterns) hold no escaped character: written
+    // as themselves, without the set operations below.
+    let escapes_nothing = |&(first, last): &(u32, u32)| {
+        ESCAPED_RANGES
+            .iter()
+            .all(|&(low, high)| last < low || first > high)
+    };
+    if !set.is_negated() && !set.matches_nothing() && set.ranges().iter().all(escapes_nothing) {
+        return Expr::Chars(set.clone());
+    }
     let escaped = escaped_set();
     let plain = set.difference(&escaped);
     let mut choices = Vec::new();
