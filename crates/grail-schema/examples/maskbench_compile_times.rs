@@ -4,7 +4,8 @@
 //!
 //! Prints the median, p90, p99 and max of convert + compile (best of the runs, and the
 //! first run alone), then the schemas from the 97th percentile up with both parts. With `--repeat FILE` (one id per line) it converts
-//! and compiles only those schemas, over and over for 20 s (for `perf record`).
+//! and compiles only those schemas, over and over for 20 s (for `perf record`), or
+//! `--rounds N` times (for `valgrind --tool=callgrind`, whose counts then compare).
 
 use std::time::{Duration, Instant};
 
@@ -62,9 +63,13 @@ fn main() {
         }
     }
     if repeat.is_some() {
+        let wanted_rounds: Option<usize> =
+            value_of("--rounds").map(|rounds| rounds.parse().expect("--rounds N"));
         let started = Instant::now();
         let mut rounds = 0;
-        while started.elapsed() < Duration::from_secs(20) {
+        while wanted_rounds.map_or(started.elapsed() < Duration::from_secs(20), |wanted| {
+            rounds < wanted
+        }) {
             for (_, schema) in &schemas {
                 if let Ok(converted) = schema_to_grammar(schema, &options) {
                     let _ = CompiledGrammar::compile(&converted.grammar, &Default::default());
