@@ -68,7 +68,7 @@ impl GraphBuilder<'_, '_> {
                     && self.token_sets.len() == token_sets_before;
                 *copies = if records_nothing
                     && self.can_relocate(&template)
-                    && !tests::compiles_every_copy()
+                    && !test_hooks::compiles_every_copy()
                 {
                     Copies::Relocatable(template)
                 } else {
@@ -108,7 +108,7 @@ impl GraphBuilder<'_, '_> {
 
     /// A copy of `template` before `next`, placed after the nodes so far.
     fn relocate(&mut self, template: &CopyTemplate, next: NodeId) -> Result<NodeId, CompileError> {
-        tests::note_relocation();
+        test_hooks::note_relocation();
         let len = template.nodes.len();
         if self.nodes.len() + len > self.options.limits.max_nodes {
             return Err(CompileError::TooLarge {
@@ -161,8 +161,9 @@ impl GraphBuilder<'_, '_> {
     }
 }
 
+/// What the tests below observe and switch; nothing outside tests.
 #[cfg(not(test))]
-mod tests {
+mod test_hooks {
     /// Outside tests, copies are relocated wherever they can be.
     pub(super) fn compiles_every_copy() -> bool {
         false
@@ -171,6 +172,9 @@ mod tests {
     /// Counted by the tests only.
     pub(super) fn note_relocation() {}
 }
+
+#[cfg(test)]
+use tests as test_hooks;
 
 #[cfg(test)]
 mod tests {
