@@ -22,6 +22,7 @@ use crate::emit::Primitive;
 use crate::emit_object::{Layout, Slot, value_name};
 use crate::read::{ANNOTATIONS, KeywordGroup, KeywordGroups};
 use crate::shape::{Shape, Typed, Types};
+use crate::whole_types::branches_may_share_types;
 
 thread_local! {
     /// False while [`without_direct_path`] runs.
@@ -134,7 +135,10 @@ impl Converter<'_> {
             || item_counts;
         if let Some(branches) = any_of {
             let alone = type_name.is_none() && values.is_none() && !structural && !scalar_keywords;
-            return (alone && !branches.is_empty()).then_some(Direct::AnyOf(branches));
+            // Branches that may allow one type are read, so the types some branch allows
+            // whole are written once (`whole_types`).
+            let plain = alone && !branches.is_empty() && !branches_may_share_types(branches);
+            return plain.then_some(Direct::AnyOf(branches));
         }
         if let Some(values) = values {
             let plain_strings = !structural

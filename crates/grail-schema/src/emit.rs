@@ -11,6 +11,7 @@ use crate::json_text::{any_string_char, encoded_set, encoded_text};
 use crate::numeric::{NumberSyntax, integer_expr, number_expr};
 use crate::options::Whitespace;
 use crate::shape::{Shape, Typed, Types};
+use crate::whole_types::whole_types_apart;
 
 /// What a number's grammar depends on: integers only, the bounds, the divisor.
 pub(crate) type NumberKey = (
@@ -69,6 +70,8 @@ impl Converter<'_> {
             Shape::Ref(target) => Expr::Rule(self.rule_of(target)),
             Shape::Values(values) => self.values(values),
             Shape::AnyOf(branches) => {
+                let apart = whole_types_apart(branches);
+                let branches = apart.as_deref().unwrap_or(branches);
                 let mut choices = Vec::with_capacity(branches.len());
                 for (position, branch) in branches.iter().enumerate() {
                     let branch_name = format!("{name}-{position}");

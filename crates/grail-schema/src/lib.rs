@@ -48,6 +48,7 @@ pub mod pattern;
 mod read;
 mod resolve;
 mod shape;
+mod whole_types;
 
 use grail_grammar::{Expr, Grammar, GrammarBuilder};
 use serde_json::Value;
