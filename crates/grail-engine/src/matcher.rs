@@ -409,7 +409,12 @@ impl Matcher {
         self.scan_byte(byte);
         if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
             if let Some((state, byte)) = transition_from {
-                Arc::make_mut(&mut self.cache).record_marker(state, byte, DEAD);
+                Arc::make_mut(&mut self.cache).record_marker(
+                    &self.grammar.inner,
+                    state,
+                    byte,
+                    DEAD,
+                );
             }
             return Ok(false);
         }
@@ -713,7 +718,7 @@ impl Matcher {
         self.scan_byte(byte);
         self.scratch.step_partial = character_begun(self.current().partial, byte);
         if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
-            Arc::make_mut(&mut self.cache).record_marker(state, byte, DEAD);
+            Arc::make_mut(&mut self.cache).record_marker(&self.grammar.inner, state, byte, DEAD);
         } else {
             self.scratch.inner_only = true;
             self.scratch.escaped = 0;
@@ -999,10 +1004,12 @@ impl Matcher {
                             )
                         });
                     }
-                    cache.record(from, byte, transition)
+                    cache.record(graph, from, byte, transition)
                 }
-                None if scratch.inner_only => cache.record_marker(from, byte, NEVER_CACHEABLE),
-                None => cache.record_marker(from, byte, NOT_CACHEABLE),
+                None if scratch.inner_only => {
+                    cache.record_marker(graph, from, byte, NEVER_CACHEABLE)
+                }
+                None => cache.record_marker(graph, from, byte, NOT_CACHEABLE),
             }
         }
         self.steps.push(StepRecord {

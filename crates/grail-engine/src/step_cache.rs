@@ -69,7 +69,9 @@ pub(crate) struct StateData {
     pub(crate) accepting: bool,
     /// The ASCII bytes split by which items take them: bytes in one class make the same
     /// step (the same items move on), so a transition learned for one holds for all.
-    pub(crate) ascii_classes: Box<[u128]>,
+    /// Worked out when the state's first ASCII transition is recorded (a quarter to a
+    /// third of the states a cold mask learns are only ever reached, never left).
+    ascii_classes: Option<Box<[u128]>>,
     /// Some item takes a byte past ASCII.
     pub(crate) takes_non_ascii: bool,
     /// The widest class an item loops on at a character boundary (`loop_items.rs`): every
@@ -420,7 +422,7 @@ impl StepCache {
         self.states.push(StateData {
             items: items.into(),
             accepting,
-            ascii_classes: ascii_classes(graph, items),
+            ascii_classes: None,
             takes_non_ascii: false,
             loop_item_class: widest_loop_item_class(graph, items),
         });
@@ -474,26 +476,31 @@ impl StepCache {
     }
 
     /// Records a marker (`DEAD`, `NOT_CACHEABLE`) for a transition.
-    pub(crate) fn record_marker(&mut self, state: StateId, byte: u8, marker: u32) {
-        self.set_for_class(state, byte, marker);
+    pub(crate) fn record_marker(
+        &mut self,
+        graph: &GrammarGraph,
+        state: StateId,
+        byte: u8,
+        marker: u32,
+    ) {
+        self.set_for_class(graph, state, byte, marker);
     }
 
     /// Sets the transition of `byte` and of every ASCII byte in its class that is not
     /// known yet.
-    fn set_for_class(&mut self, state: StateId, byte: u8, value: u32) {
-        let row = self.transitions.row_mut(state);
-        row[usize::from(byte)] = value;
+    fn set_for_class(&mut self, graph: &GrammarGraph, state: StateId, byte: u8, value: u32) {
+        self.transitions.row_mut(state)[usize::from(byte)] = value;
         if byte >= 0x80 {
             return;
         }
-        let states = &self.states;
-        let Some(&class) = states[state as usize]
+        let data = &mut self.states[state as usize];
+        let classes = data
             .ascii_classes
-            .iter()
-            .find(|&&class| class >> byte & 1 == 1)
-        else {
+            .get_or_insert_with(|| ascii_classes(graph, &data.items));
+        let Some(&class) = classes.iter().find(|&&class| class >> byte & 1 == 1) else {
             return;
         };
+        let row = self.transitions.row_mut(state);
         let mut members = class;
         while members != 0 {
             let member = members.trailing_zeros() as usize;
@@ -505,7 +512,13 @@ impl StepCache {
     }
 
     /// Records a cacheable transition.
-    pub(crate) fn record(&mut self, state: StateId, byte: u8, transition: Transition) {
+    pub(crate) fn record(
+        &mut self,
+        graph: &GrammarGraph,
+        state: StateId,
+        byte: u8,
+        transition: Transition,
+    ) {
         let index = self.results.len() as u32;
         let target_counted = self
             .counted_views
@@ -514,7 +527,7 @@ impl StepCache {
         self.summaries
             .push(TransitionSummary::of(&transition, target_counted));
         self.results.push(transition);
-        self.set_for_class(state, byte, index);
+        self.set_for_class(graph, state, byte, index);
     }
 
     /// The remembered walk of the trie nodes `first..end` from `state`.
