@@ -40,6 +40,10 @@ pub(crate) struct Converter<'s> {
     /// The string of each pair of length bounds (no other constraint), shared by every
     /// use.
     pub length_strings: HashMap<(u64, Option<u64>), grail_grammar::Expr>,
+    /// The rest of a string whose first character is none of some characters (the
+    /// children of a node of a trie of excluded strings), by those characters, shared by
+    /// every node with the same children (see `emit_string::excluding`).
+    pub string_tails: HashMap<Vec<char>, grail_grammar::Expr>,
     /// The string of each set of string constraints (see `string_key`), shared by
     /// every use.
     pub string_rules: HashMap<String, Option<grail_grammar::Expr>>,
@@ -93,6 +97,7 @@ impl<'s> Converter<'s> {
             primitives: HashMap::default(),
             format_rules: HashMap::default(),
             length_strings: HashMap::default(),
+            string_tails: HashMap::default(),
             number_rules: HashMap::default(),
             shared_repetitions: HashMap::default(),
             string_rules: HashMap::default(),

@@ -280,11 +280,14 @@ impl Converter<'_> {
                     Expr::sequence([quote.clone(), others, quote])
                 } else {
                     // The closing quote is written inside the trie's rules (see `excluding`).
-                    let any = self.primitive(crate::emit::Primitive::CanonicalChar);
-                    let escape = self.primitive(crate::emit::Primitive::CanonicalEscape);
-                    let others = excluding(written, &any, &escape, &quote, &mut |expr| {
-                        self.wrap_rule(expr, &rule_name)
-                    });
+                    let others = excluding(
+                        written,
+                        &quote,
+                        &mut crate::emit_string::ConverterTrieRules {
+                            converter: self,
+                            name: &rule_name,
+                        },
+                    );
                     let others = self.wrap_rule(others, &rule_name);
                     Expr::sequence([quote, others])
                 }

@@ -103,15 +103,14 @@ impl Converter<'_> {
         }
         // Only excluded values: a trie of them.
         if rules.patterns.is_empty() && rules.forbidden.is_empty() && min == 0 && max.is_none() {
-            let any = self.primitive(Primitive::CanonicalChar);
-            let escape = self.primitive(Primitive::CanonicalEscape);
             let rule_name = format!("{name}-other");
             let body = excluding(
                 &excluded,
-                &any,
-                &escape,
                 &Expr::literal("\""),
-                &mut |expr| self.wrap_rule(expr, &rule_name),
+                &mut ConverterTrieRules {
+                    converter: self,
+                    name: &rule_name,
+                },
             );
             let body = self.wrap_rule(body, &rule_name);
             return Some(Expr::sequence([Expr::literal("\""), body]));
@@ -336,35 +335,118 @@ fn anchored_both_ends(pattern: &str) -> bool {
     pattern.starts_with('^') && trailing_backslashes.is_some_and(|count| count % 2 == 0)
 }
 
-/// Any string in canonical encoding except the given ones, followed by `end` (the closing
-/// quote): a trie of the excluded strings, where each node either follows one of its
-/// children, or takes another character, then anything, then `end`, or (if no excluded
-/// string ends there) takes `end`. `any` is one character in canonical form (a rule, to
-/// keep the trie small). `hoist` makes an expression a rule of its own: every inner node
-/// of the trie is one, so no rule nests deeply (llama.cpp counts the groups under a
-/// repetition against its budget).
+/// What a trie of excluded strings ([`excluding`]) makes its rules with.
+pub(crate) trait TrieRules {
+    /// `expr` as a rule of its own (a node of the trie).
+    fn hoist(&mut self, expr: Expr) -> Expr;
+    /// A string's characters from its first, which is none of `children` (sorted), to
+    /// its closing quote: one rule per set of children, shared by every node that has
+    /// them.
+    fn tail(&mut self, children: &[char]) -> Expr;
+}
+
+/// The [`TrieRules`] of a converter: nodes named `name` (numbered), tails shared
+/// through `Converter::string_tails`.
+pub(crate) struct ConverterTrieRules<'c, 'a> {
+    /// The converter the rules are made in.
+    pub converter: &'c mut Converter<'a>,
+    /// The name of the trie's rules.
+    pub name: &'c str,
+}
+
+impl TrieRules for ConverterTrieRules<'_, '_> {
+    fn hoist(&mut self, expr: Expr) -> Expr {
+        self.converter.wrap_rule(expr, self.name)
+    }
+
+    fn tail(&mut self, children: &[char]) -> Expr {
+        self.converter.string_tail(children)
+    }
+}
+
+impl Converter<'_> {
+    /// The rest of a string whose first character is none of `children` (sorted), in
+    /// canonical form, closing quote included: `([plain others] | canonical-escape)
+    /// canonical-char* "\""`, a rule per set of children.
+    fn string_tail(&mut self, children: &[char]) -> Expr {
+        if let Some(tail) = self.string_tails.get(children) {
+            return tail.clone();
+        }
+        let any = self.primitive(Primitive::CanonicalChar);
+        let first = if children
+            .iter()
+            .all(|&character| crate::json_text::is_written_as_itself_char(character))
+        {
+            // The escaped characters by reference, when no child is one of them (most
+            // tries: property names): the plain characters are those neither a child
+            // nor escaped, built as one set.
+            let plain = CharSet::new(
+                children
+                    .iter()
+                    .map(|&character| (character as u32, character as u32))
+                    .chain(crate::json_text::ESCAPED_RANGES),
+                true,
+            );
+            Expr::choice([
+                Expr::Chars(CharSet::new(plain.members(), false)),
+                self.primitive(Primitive::CanonicalEscape),
+            ])
+        } else {
+            encoded_set(&CharSet::new(
+                children
+                    .iter()
+                    .map(|&character| (character as u32, character as u32)),
+                true,
+            ))
+        };
+        let body = Expr::sequence([first, any.zero_or_more(), Expr::literal("\"")]);
+        let mut name = String::from("string-tail");
+        if !children.is_empty()
+            && children.len() <= 8
+            && children.iter().all(char::is_ascii_alphanumeric)
+        {
+            name.push_str("-not-");
+            name.extend(children);
+        }
+        let tail = self.wrap_rule(body, name);
+        self.string_tails.insert(children.to_vec(), tail.clone());
+        tail
+    }
+}
+
+/// Any string in canonical encoding except the given ones, closing quote (`end`)
+/// included: a trie of the excluded strings, where each node either follows one of its
+/// children, or takes another character and then anything up to `end` (a tail rule per
+/// set of children, [`TrieRules::tail`]), or (if no excluded string ends there) takes
+/// `end`. A node where names part is a rule of its own ([`TrieRules::hoist`]); a run of
+/// nodes with one child each (the rest of one name) nests in it, up to
+/// [`MAX_NESTED_TRIE_NODES`] deep, so no rule nests deeply (llama.cpp counts the groups
+/// under a repetition against its budget).
 ///
-/// `end` is inside every rule rather than after the whole: a rule that ended in `any*`
-/// could return to its caller after every character, and the mask engine can only serve
-/// a loop with a precomputed slice of the vocabulary when the loop leaves its rule by a
-/// byte outside it (measured: 7 ms → 0.1 ms per mask after a declared name, Llama 3).
-///
-/// `escape` is a rule of the escaped characters in canonical form (`\\"`, `\\n`,
-/// `\\u00XX`, …): each node's "another character" refers to it rather than writing the
-/// escapes out again (they were most of the text of the key tries of big schemas).
+/// `end` is inside every tail rather than after the whole trie: a rule that ended in
+/// `any*` could return to its caller after every character, and the mask engine can only
+/// serve a loop with a precomputed slice of the vocabulary when the loop leaves its rule
+/// by a byte outside it (measured: 7 ms → 0.1 ms per mask after a declared name, Llama
+/// 3); and a tail's first character is in the rule of its loop, since the engine serves
+/// the first character of a string by that slice only when it enters the loop without a
+/// call. Written once per set of children, the tails are compiled once: written out at
+/// every node, with their escapes, they were most of the grammar of big schemas
+/// (Kubernetes' definitions: 147,000 of 184,000 nodes).
 pub(crate) fn excluding(
     excluded: &[impl AsRef<str>],
-    any: &Expr,
-    escape: &Expr,
     end: &Expr,
-    hoist: &mut dyn FnMut(Expr) -> Expr,
+    rules: &mut dyn TrieRules,
 ) -> Expr {
     let mut trie = Trie::default();
     for text in excluded {
         trie.insert(text.as_ref());
     }
-    trie.expr(any, escape, end, hoist)
+    trie.expr(end, rules, 0)
 }
+
+/// How many trie nodes with one child each nest in one rule of [`excluding`] before the
+/// next is a rule of its own (the nesting of groups in the printed grammar).
+const MAX_NESTED_TRIE_NODES: usize = 12;
 
 /// llama.cpp's grammar of the keys of additional properties: a trie of the declared names
 /// where, below the root, a branch must go on (so prefixes of names that are not names
@@ -433,50 +515,25 @@ impl Trie {
     }
 
     /// The canonical texts that continue this node's prefix into a string not excluded,
-    /// each followed by `end`.
-    fn expr(
-        &self,
-        any: &Expr,
-        escape: &Expr,
-        end: &Expr,
-        hoist: &mut dyn FnMut(Expr) -> Expr,
-    ) -> Expr {
+    /// each followed by `end` (see [`excluding`]); `depth` counts the nodes nested in
+    /// the current rule.
+    fn expr(&self, end: &Expr, rules: &mut dyn TrieRules, depth: usize) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
-                let rest = child.expr(any, escape, end, hoist);
-                let rest = if child.children.is_empty() {
-                    rest
+                let hoisted = child.children.len() > 1
+                    || !child.children.is_empty() && depth + 1 >= MAX_NESTED_TRIE_NODES;
+                let child_depth = if hoisted { 0 } else { depth + 1 };
+                let child_expr = child.expr(end, rules, child_depth);
+                let child_expr = if hoisted {
+                    rules.hoist(child_expr)
                 } else {
-                    hoist(rest)
+                    child_expr
                 };
-                choices.push(Expr::sequence([encoded_char(character), rest]));
+                choices.push(Expr::sequence([encoded_char(character), child_expr]));
             }
-            let children = self
-                .children
-                .keys()
-                .map(|&character| (character as u32, character as u32));
-            // The escaped characters by reference, when no child is one of them (most
-            // tries: property names): the plain characters are those neither a child nor
-            // escaped, built as one set (this runs at every node of big schemas' key tries).
-            let no_escaped_child = self
-                .children
-                .keys()
-                .all(|&character| crate::json_text::is_written_as_itself_char(character));
-            let first = if no_escaped_child {
-                let plain = CharSet::new(children.chain(crate::json_text::ESCAPED_RANGES), true);
-                Expr::choice([
-                    Expr::Chars(CharSet::new(plain.members(), false)),
-                    escape.clone(),
-                ])
-            } else {
-                encoded_set(&CharSet::new(children, true))
-            };
-            choices.push(Expr::sequence([
-                first,
-                any.clone().zero_or_more(),
-                end.clone(),
-            ]));
+            let children: Vec<char> = self.children.keys().copied().collect();
+            choices.push(rules.tail(&children));
             if !self.ends_here {
                 choices.push(end.clone());
             }
