@@ -16,8 +16,12 @@ pub(crate) const INLINE_MAX_NODES: u64 = 256;
 /// A rule this small is inlined wherever it is used.
 pub(crate) const INLINE_ALWAYS_NODES: u64 = 16;
 
-/// A larger rule is inlined only while its copies take at most this many nodes in all.
-pub(crate) const INLINE_TOTAL_NODES: u64 = 4096;
+/// A larger rule is inlined only while its copies take at most this many nodes in all
+/// (once where it is used once, twice where it is at most half this size, ...). A rule
+/// kept as a call has its states learned once for every call site (a state's frames are
+/// slots), where each inlined copy is learned again: at 4,096, the cold masks of six
+/// MaskBench schemas took 15–36% more instructions (docs/performance.md).
+pub(crate) const INLINE_TOTAL_NODES: u64 = 256;
 
 /// Deepest chain of rules inlined into one another; deeper calls stay calls, so
 /// compiling stays shallow on long chains of tiny rules.

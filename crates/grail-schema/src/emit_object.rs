@@ -282,7 +282,6 @@ impl Converter<'_> {
                     // The closing quote is written inside the trie's rules (see `excluding`).
                     let others = excluding(
                         written,
-                        &quote,
                         &mut crate::emit_string::ConverterTrieRules {
                             converter: self,
                             name: &rule_name,

@@ -106,7 +106,6 @@ impl Converter<'_> {
             let rule_name = format!("{name}-other");
             let body = excluding(
                 &excluded,
-                &Expr::literal("\""),
                 &mut ConverterTrieRules {
                     converter: self,
                     name: &rule_name,
@@ -414,16 +413,15 @@ impl Converter<'_> {
     }
 }
 
-/// Any string in canonical encoding except the given ones, closing quote (`end`)
-/// included: a trie of the excluded strings, where each node either follows one of its
-/// children, or takes another character and then anything up to `end` (a tail rule per
-/// set of children, [`TrieRules::tail`]), or (if no excluded string ends there) takes
-/// `end`. A node where names part is a rule of its own ([`TrieRules::hoist`]); a run of
+/// Any string in canonical encoding except the given ones, closing quote included: a
+/// trie of the excluded strings, where each node either follows one of its children, or
+/// takes another character and then anything up to the quote (a tail rule per set of
+/// children, [`TrieRules::tail`]), or (if no excluded string ends there) takes the quote. A node where names part is a rule of its own ([`TrieRules::hoist`]); a run of
 /// nodes with one child each (the rest of one name) nests in it, up to
 /// [`MAX_NESTED_TRIE_NODES`] deep, so no rule nests deeply (llama.cpp counts the groups
 /// under a repetition against its budget).
 ///
-/// `end` is inside every tail rather than after the whole trie: a rule that ended in
+/// The quote is inside every tail rather than after the whole trie: a rule that ended in
 /// `any*` could return to its caller after every character, and the mask engine can only
 /// serve a loop with a precomputed slice of the vocabulary when the loop leaves its rule
 /// by a byte outside it (measured: 7 ms → 0.1 ms per mask after a declared name, Llama
@@ -432,16 +430,12 @@ impl Converter<'_> {
 /// call. Written once per set of children, the tails are compiled once: written out at
 /// every node, with their escapes, they were most of the grammar of big schemas
 /// (Kubernetes' definitions: 147,000 of 184,000 nodes).
-pub(crate) fn excluding(
-    excluded: &[impl AsRef<str>],
-    end: &Expr,
-    rules: &mut dyn TrieRules,
-) -> Expr {
+pub(crate) fn excluding(excluded: &[impl AsRef<str>], rules: &mut dyn TrieRules) -> Expr {
     let mut trie = Trie::default();
     for text in excluded {
         trie.insert(text.as_ref());
     }
-    trie.expr(end, rules, 0)
+    trie.expr(rules, 0)
 }
 
 /// How many trie nodes with one child each nest in one rule of [`excluding`] before the
@@ -515,16 +509,16 @@ impl Trie {
     }
 
     /// The canonical texts that continue this node's prefix into a string not excluded,
-    /// each followed by `end` (see [`excluding`]); `depth` counts the nodes nested in
-    /// the current rule.
-    fn expr(&self, end: &Expr, rules: &mut dyn TrieRules, depth: usize) -> Expr {
+    /// each followed by the closing quote (see [`excluding`]); `depth` counts the nodes
+    /// nested in the current rule.
+    fn expr(&self, rules: &mut dyn TrieRules, depth: usize) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
                 let hoisted = child.children.len() > 1
                     || !child.children.is_empty() && depth + 1 >= MAX_NESTED_TRIE_NODES;
                 let child_depth = if hoisted { 0 } else { depth + 1 };
-                let child_expr = child.expr(end, rules, child_depth);
+                let child_expr = child.expr(rules, child_depth);
                 let child_expr = if hoisted {
                     rules.hoist(child_expr)
                 } else {
@@ -535,7 +529,7 @@ impl Trie {
             let children: Vec<char> = self.children.keys().copied().collect();
             choices.push(rules.tail(&children));
             if !self.ends_here {
-                choices.push(end.clone());
+                choices.push(Expr::literal("\""));
             }
             Expr::Choice(choices)
         })
