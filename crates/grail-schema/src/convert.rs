@@ -42,7 +42,7 @@ pub(crate) struct Converter<'s> {
     pub length_strings: HashMap<(u64, Option<u64>), grail_grammar::Expr>,
     /// The rest of a string whose first character is none of some characters (the
     /// children of a node of a trie of excluded strings), by those characters, shared by
-    /// every node with the same children (see `emit_string::excluding`).
+    /// every node with the same children (see `Converter::excluding`).
     pub string_tails: HashMap<Vec<char>, grail_grammar::Expr>,
     /// The string of each set of string constraints (see `string_key`), shared by
     /// every use.

@@ -16,7 +16,7 @@ use grail_grammar::{Expr, RuleId};
 use crate::char_automaton::{AutomatonError, CharDfa};
 use crate::convert::{Converter, joined};
 use crate::diagnostic::{SchemaDiagnostic, Severity};
-use crate::emit_string::{excluding, excluding_llama};
+use crate::emit_string::excluding_llama;
 use crate::json_text::{encoded_text, is_written_as_itself};
 use crate::options::KeyOrder;
 use crate::shape::{KeySet, ObjectRules, Presence, Shape, Typed};
@@ -279,14 +279,8 @@ impl Converter<'_> {
                     let others = self.wrap_rule(others, &rule_name);
                     Expr::sequence([quote.clone(), others, quote])
                 } else {
-                    // The closing quote is written inside the trie's rules (see `excluding`).
-                    let others = excluding(
-                        written,
-                        &mut crate::emit_string::ConverterTrieRules {
-                            converter: self,
-                            name: &rule_name,
-                        },
-                    );
+                    // The closing quote is inside the trie's rules (`Converter::excluding`).
+                    let others = self.excluding(written, &rule_name);
                     let others = self.wrap_rule(others, &rule_name);
                     Expr::sequence([quote, others])
                 }

@@ -104,13 +104,7 @@ impl Converter<'_> {
         // Only excluded values: a trie of them.
         if rules.patterns.is_empty() && rules.forbidden.is_empty() && min == 0 && max.is_none() {
             let rule_name = format!("{name}-other");
-            let body = excluding(
-                &excluded,
-                &mut ConverterTrieRules {
-                    converter: self,
-                    name: &rule_name,
-                },
-            );
+            let body = self.excluding(&excluded, &rule_name);
             let body = self.wrap_rule(body, &rule_name);
             return Some(Expr::sequence([Expr::literal("\""), body]));
         }
@@ -334,35 +328,6 @@ fn anchored_both_ends(pattern: &str) -> bool {
     pattern.starts_with('^') && trailing_backslashes.is_some_and(|count| count % 2 == 0)
 }
 
-/// What a trie of excluded strings ([`excluding`]) makes its rules with.
-pub(crate) trait TrieRules {
-    /// `expr` as a rule of its own (a node of the trie).
-    fn hoist(&mut self, expr: Expr) -> Expr;
-    /// A string's characters from its first, which is none of `children` (sorted), to
-    /// its closing quote: one rule per set of children, shared by every node that has
-    /// them.
-    fn tail(&mut self, children: &[char]) -> Expr;
-}
-
-/// The [`TrieRules`] of a converter: nodes named `name` (numbered), tails shared
-/// through `Converter::string_tails`.
-pub(crate) struct ConverterTrieRules<'c, 'a> {
-    /// The converter the rules are made in.
-    pub converter: &'c mut Converter<'a>,
-    /// The name of the trie's rules.
-    pub name: &'c str,
-}
-
-impl TrieRules for ConverterTrieRules<'_, '_> {
-    fn hoist(&mut self, expr: Expr) -> Expr {
-        self.converter.wrap_rule(expr, self.name)
-    }
-
-    fn tail(&mut self, children: &[char]) -> Expr {
-        self.converter.string_tail(children)
-    }
-}
-
 impl Converter<'_> {
     /// The rest of a string whose first character is none of `children` (sorted), in
     /// canonical form, closing quote included: `([plain others] | canonical-escape)
@@ -411,34 +376,35 @@ impl Converter<'_> {
         self.string_tails.insert(children.to_vec(), tail.clone());
         tail
     }
-}
 
-/// Any string in canonical encoding except the given ones, closing quote included: a
-/// trie of the excluded strings, where each node either follows one of its children, or
-/// takes another character and then anything up to the quote (a tail rule per set of
-/// children, [`TrieRules::tail`]), or (if no excluded string ends there) takes the quote. A node where names part is a rule of its own ([`TrieRules::hoist`]); a run of
-/// nodes with one child each (the rest of one name) nests in it, up to
-/// [`MAX_NESTED_TRIE_NODES`] deep, so no rule nests deeply (llama.cpp counts the groups
-/// under a repetition against its budget).
-///
-/// The quote is inside every tail rather than after the whole trie: a rule that ended in
-/// `any*` could return to its caller after every character, and the mask engine can only
-/// serve a loop with a precomputed slice of the vocabulary when the loop leaves its rule
-/// by a byte outside it (measured: 7 ms → 0.1 ms per mask after a declared name, Llama
-/// 3); and a tail's first character is in the rule of its loop, since the engine serves
-/// the first character of a string by that slice only when it enters the loop without a
-/// call. Written once per set of children, the tails are compiled once: written out at
-/// every node, with their escapes, they were most of the grammar of big schemas
-/// (Kubernetes' definitions: 147,000 of 184,000 nodes).
-pub(crate) fn excluding(excluded: &[impl AsRef<str>], rules: &mut dyn TrieRules) -> Expr {
-    let mut trie = Trie::default();
-    for text in excluded {
-        trie.insert(text.as_ref());
+    /// Any string in canonical encoding except the given ones, closing quote included: a
+    /// trie of the excluded strings, where each node either follows one of its children,
+    /// or takes another character and then anything up to the quote (a tail rule per set
+    /// of children, [`Converter::string_tail`]), or (if no excluded string ends there)
+    /// takes the quote. A node where names part is a rule of its own, named `name`; a run
+    /// of nodes with one child each (the rest of one name) nests in it, up to
+    /// [`MAX_NESTED_TRIE_NODES`] deep, so no rule nests deeply (llama.cpp counts the
+    /// groups under a repetition against its budget).
+    ///
+    /// The quote is inside every tail rather than after the whole trie: a rule that ended
+    /// in `any*` could return to its caller after every character, and the mask engine can
+    /// only serve a loop with a precomputed slice of the vocabulary when the loop leaves
+    /// its rule by a byte outside it (measured: 7 ms → 0.1 ms per mask after a declared
+    /// name, Llama 3); and a tail's first character is in the rule of its loop, since the
+    /// engine serves the first character of a string by that slice only when it enters
+    /// the loop without a call. Written once per set of children, the tails are compiled
+    /// once: written out at every node, with their escapes, they were most of the grammar
+    /// of big schemas (Kubernetes' definitions: 147,000 of 184,000 nodes).
+    pub(crate) fn excluding(&mut self, excluded: &[impl AsRef<str>], name: &str) -> Expr {
+        let mut trie = Trie::default();
+        for text in excluded {
+            trie.insert(text.as_ref());
+        }
+        trie.expr(self, name, 0)
     }
-    trie.expr(rules, 0)
 }
 
-/// How many trie nodes with one child each nest in one rule of [`excluding`] before the
+/// How many trie nodes with one child each nest in one rule of [`Converter::excluding`] before the
 /// next is a rule of its own (the nesting of groups in the printed grammar).
 const MAX_NESTED_TRIE_NODES: usize = 12;
 
@@ -509,25 +475,25 @@ impl Trie {
     }
 
     /// The canonical texts that continue this node's prefix into a string not excluded,
-    /// each followed by the closing quote (see [`excluding`]); `depth` counts the nodes
-    /// nested in the current rule.
-    fn expr(&self, rules: &mut dyn TrieRules, depth: usize) -> Expr {
+    /// each followed by the closing quote (see [`Converter::excluding`]); `depth` counts
+    /// the nodes nested in the current rule.
+    fn expr(&self, converter: &mut Converter, name: &str, depth: usize) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
                 let hoisted = child.children.len() > 1
                     || !child.children.is_empty() && depth + 1 >= MAX_NESTED_TRIE_NODES;
                 let child_depth = if hoisted { 0 } else { depth + 1 };
-                let child_expr = child.expr(rules, child_depth);
+                let child_expr = child.expr(converter, name, child_depth);
                 let child_expr = if hoisted {
-                    rules.hoist(child_expr)
+                    converter.wrap_rule(child_expr, name)
                 } else {
                     child_expr
                 };
                 choices.push(Expr::sequence([encoded_char(character), child_expr]));
             }
             let children: Vec<char> = self.children.keys().copied().collect();
-            choices.push(rules.tail(&children));
+            choices.push(converter.string_tail(&children));
             if !self.ends_here {
                 choices.push(Expr::literal("\""));
             }
