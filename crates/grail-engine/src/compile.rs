@@ -172,6 +172,7 @@ impl CompiledGrammar {
             token_sets: Vec::new(),
             counted: Vec::new(),
             not_chains: rustc_hash::FxHashSet::default(),
+            inline_copies: rustc_hash::FxHashMap::default(),
         };
         // Only rules that are called (not inlined) get their own automaton: the root,
         // then whatever the compiled rules call.
@@ -315,6 +316,11 @@ struct GraphBuilder<'a, 'o> {
     counted: Vec<CountedCopy>,
     /// Nested optionals found not to be chains of one symbol (see `optional_chain`).
     not_chains: rustc_hash::FxHashSet<usize>,
+    /// Where an inlined rule's copy starts, by rule and continuation: a rule inlined
+    /// again before the same continuation (a key trie's shared tails, all ending where
+    /// the trie ends) is the same automaton, so its first copy serves, and its states
+    /// are learned once.
+    inline_copies: rustc_hash::FxHashMap<(u32, NodeId), NodeId>,
 }
 
 impl GraphBuilder<'_, '_> {
@@ -468,12 +474,21 @@ impl GraphBuilder<'_, '_> {
                 SymbolKind::Rule(RuleId(rule))
                     if self.inline[*rule as usize] && self.inline_depth < INLINE_MAX_DEPTH =>
                 {
+                    if let Some(&start) = self.inline_copies.get(&(*rule, next)) {
+                        return Ok(start);
+                    }
                     self.inline_depth += 1;
                     let grammar = self.grammar;
+                    let counted_before = self.counted.len();
                     let start =
-                        self.alternatives(&grammar.rules[*rule as usize].alternatives, next);
+                        self.alternatives(&grammar.rules[*rule as usize].alternatives, next)?;
                     self.inline_depth -= 1;
-                    start
+                    // Copies holding counted repetitions stay apart: a counted copy's
+                    // twin is found by its layout, one copy per place.
+                    if self.counted.len() == counted_before {
+                        self.inline_copies.insert((*rule, next), start);
+                    }
+                    Ok(start)
                 }
                 SymbolKind::Rule(RuleId(rule)) => {
                     self.need(*rule);
@@ -598,6 +613,23 @@ impl GraphBuilder<'_, '_> {
         max: u32,
         next: NodeId,
     ) -> Result<NodeId, CompileError> {
+        // A repetition's copies share no inlined copy with what is outside them (a
+        // counted copy's nodes are counted through wherever they are entered from).
+        let outside = std::mem::take(&mut self.inline_copies);
+        let start = self.bounded_repetition_copies(symbol, min, max, next);
+        self.inline_copies = outside;
+        start
+    }
+
+    /// The copies of `symbol{min,max}` before `next` (see
+    /// [`GraphBuilder::bounded_repetition`]).
+    fn bounded_repetition_copies(
+        &mut self,
+        symbol: &grail_grammar::Symbol,
+        min: u32,
+        max: u32,
+        next: NodeId,
+    ) -> Result<NodeId, CompileError> {
         let counted_before = self.counted.len();
         // Copies as node ranges, in the order built: back to front, so the first built
         // is the last matched.
@@ -622,6 +654,8 @@ impl GraphBuilder<'_, '_> {
         }
         // Repetitions with twins inside the copies keep theirs (twins do not nest).
         if max - min >= TWIN_MIN_COPIES && self.counted.len() == counted_before {
+            // The twin ends where the first copy built does: none of its nodes is shared.
+            self.inline_copies.clear();
             self.twin(
                 symbol,
                 &optional,
@@ -1039,6 +1073,50 @@ mod tests {
         }
         matcher.accept_str(".]").expect("the end");
         assert!(matcher.is_accepting());
+    }
+
+    fn compile_source(source: &str) -> CompiledGrammar {
+        let report = grail_grammar::check(source, &grail_grammar::CheckOptions::default());
+        CompiledGrammar::compile(&report.grammar.expect("checks"), &CompileOptions::default())
+            .expect("compiles")
+    }
+
+    fn accepts(compiled: &CompiledGrammar, text: &str) -> bool {
+        let mut matcher = crate::Matcher::new(compiled);
+        matcher.accept_str(text).is_ok() && matcher.is_accepting()
+    }
+
+    /// A small rule inlined in alternatives that all continue alike is compiled once
+    /// (a key trie's tails), and matches as before: outside repetitions and inside the
+    /// copies of a long bounded one, which share nothing with the outside.
+    #[test]
+    fn an_inlined_rule_before_one_continuation_is_compiled_once() {
+        let shared =
+            compile_source("root ::= (\"a\" t | \"b\" t | \"c\" t) \"!\"\nt ::= [x-z] [0-9]\n");
+        let spelled = compile_source(
+            "root ::= (\"a\" [x-z] [0-9] | \"b\" [x-z] [0-9] | \"c\" [x-z] [0-9]) \"!\"\n",
+        );
+        assert!(shared.node_count() + 4 <= spelled.node_count());
+        for (text, expected) in [
+            ("ax1!", true),
+            ("cz9!", true),
+            ("a1!", false),
+            ("dx1!", false),
+        ] {
+            assert_eq!(accepts(&shared, text), expected, "{text}");
+        }
+        let repeated =
+            compile_source("root ::= (\"a\" t | \"b\" t){0,40} (\"a\" t | \"!\")\nt ::= [x-z]+\n");
+        let forty = "axbyy".repeat(20);
+        for (text, expected) in [
+            (format!("{forty}!"), true),
+            (format!("{forty}ax"), true),
+            (format!("{forty}bx!"), false),
+            (format!("{forty}axax"), false),
+            ("ab!".to_string(), false),
+        ] {
+            assert_eq!(accepts(&repeated, &text), expected, "{text}");
+        }
     }
 
     proptest! {
