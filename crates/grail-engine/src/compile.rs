@@ -324,8 +324,8 @@ struct GraphBuilder<'a, 'o> {
     inline_copies: rustc_hash::FxHashMap<(u32, NodeId), NodeId>,
     /// How many repetitions enclose the symbol being compiled: no inlined copy is shared
     /// there (a copy of `X` shared by `X{9}`'s last copy and the loop of `X*` after it
-    /// undid the repetition's twin: one schema's mask at a pattern 0.6 M → 40 M
-    /// instructions).
+    /// undid the counting of its copies: one schema's mask inside a `minLength` string
+    /// 0.6 M → 40 M instructions).
     repetition_depth: u32,
 }
 
@@ -543,13 +543,20 @@ impl GraphBuilder<'_, '_> {
     ) -> Result<NodeId, CompileError> {
         match repetition.max {
             Some(max) => self.bounded_repetition(&repetition.symbol, repetition.min, max, next),
-            None => {
-                self.repetition_depth += 1;
-                let start = self.unbounded_repetition(repetition, next);
-                self.repetition_depth -= 1;
-                start
-            }
+            None => self.in_repetition(|builder| builder.unbounded_repetition(repetition, next)),
         }
+    }
+
+    /// Builds the nodes of a repetition, where no inlined copy is shared (see
+    /// `repetition_depth`).
+    fn in_repetition(
+        &mut self,
+        build: impl FnOnce(&mut Self) -> Result<NodeId, CompileError>,
+    ) -> Result<NodeId, CompileError> {
+        self.repetition_depth += 1;
+        let start = build(self);
+        self.repetition_depth -= 1;
+        start
     }
 
     /// `symbol{min,}`: a loop, after `min` copies that read as the loop.
@@ -635,10 +642,7 @@ impl GraphBuilder<'_, '_> {
         max: u32,
         next: NodeId,
     ) -> Result<NodeId, CompileError> {
-        self.repetition_depth += 1;
-        let start = self.bounded_repetition_copies(symbol, min, max, next);
-        self.repetition_depth -= 1;
-        start
+        self.in_repetition(|builder| builder.bounded_repetition_copies(symbol, min, max, next))
     }
 
     /// The copies of `symbol{min,max}` before `next` (see
