@@ -68,10 +68,18 @@ fn leads_back(nodes: &[Node], split_targets: &[NodeId], node: NodeId) -> bool {
         Node::Class { next, .. } | Node::Any { next } => next,
         _ => return false,
     };
-    let mut stack = vec![next];
-    let mut visited: Vec<NodeId> = Vec::new();
+    // On the stack (a state's new class nodes are searched as it is interned: two heap
+    // vectors were most of the search): each split visited pushes at most
+    // `MAX_NODES_SEEN` targets.
+    let mut stack = [0 as NodeId; 1 + MAX_SPLITS_VISITED * MAX_NODES_SEEN];
+    stack[0] = next;
+    let mut stack_len = 1;
+    let mut visited = [0 as NodeId; MAX_SPLITS_VISITED];
+    let mut visited_len = 0;
     let mut seen = 0;
-    while let Some(at) = stack.pop() {
+    while stack_len > 0 {
+        stack_len -= 1;
+        let at = stack[stack_len];
         seen += 1;
         if seen > MAX_NODES_SEEN {
             return false;
@@ -82,14 +90,17 @@ fn leads_back(nodes: &[Node], split_targets: &[NodeId], node: NodeId) -> bool {
         let Node::Split { first, count } = nodes[at as usize] else {
             continue;
         };
-        if visited.len() >= MAX_SPLITS_VISITED || count as usize > MAX_NODES_SEEN {
+        if visited_len >= MAX_SPLITS_VISITED || count as usize > MAX_NODES_SEEN {
             return false;
         }
-        if visited.contains(&at) {
+        if visited[..visited_len].contains(&at) {
             continue;
         }
-        visited.push(at);
-        stack.extend_from_slice(&split_targets[first as usize..(first + count) as usize]);
+        visited[visited_len] = at;
+        visited_len += 1;
+        let targets = &split_targets[first as usize..(first + count) as usize];
+        stack[stack_len..stack_len + targets.len()].copy_from_slice(targets);
+        stack_len += targets.len();
     }
     false
 }

@@ -500,15 +500,7 @@ impl StepCache {
         let Some(&class) = classes.iter().find(|&&class| class >> byte & 1 == 1) else {
             return;
         };
-        let row = self.transitions.row_mut(state);
-        let mut members = class;
-        while members != 0 {
-            let member = members.trailing_zeros() as usize;
-            members &= members - 1;
-            if row[member] == UNKNOWN {
-                row[member] = value;
-            }
-        }
+        self.transitions.fill_unknown_ascii(state, class, value);
     }
 
     /// Records a cacheable transition.

@@ -57,6 +57,24 @@ impl TransitionTable {
         self.chunks[state / CHUNK_STATES][state % CHUNK_STATES * 256 + usize::from(byte)]
     }
 
+    /// Sets the entries of `state` for the ASCII bytes in `bytes` (bit per byte) that are
+    /// still `UNKNOWN` to `value`. Branchless over each half of the ASCII row that has
+    /// such bytes (a loop over the set bits wrote them one by one: a class of a hundred
+    /// bytes cost as much as the rest of recording the transition).
+    pub(crate) fn fill_unknown_ascii(&mut self, state: StateId, bytes: u128, value: u32) {
+        let row = self.row_mut(state);
+        for (half, entries) in row[..128].chunks_exact_mut(64).enumerate() {
+            let bits = (bytes >> (64 * half)) as u64;
+            if bits == 0 {
+                continue;
+            }
+            for (bit, entry) in entries.iter_mut().enumerate() {
+                let takes = bits >> bit & 1 == 1 && *entry == UNKNOWN;
+                *entry = if takes { value } else { *entry };
+            }
+        }
+    }
+
     /// The row of `state`, to write.
     pub(crate) fn row_mut(&mut self, state: StateId) -> &mut [u32] {
         let state = state as usize;
