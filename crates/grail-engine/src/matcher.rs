@@ -31,6 +31,8 @@ use crate::step_description::{
 use crate::utf8::{Partial, Step};
 use crate::walk_buffers::WalkBufferPool;
 
+mod regular_transition;
+
 /// No link: the end of a frame's caller list.
 pub(crate) const NO_LINK: u32 = u32::MAX;
 
@@ -103,6 +105,8 @@ pub(crate) struct Scratch {
     pub(crate) slot_frames: Vec<u32>,
     /// The frames of the step a byte is taken from, by slot.
     pub(crate) source_frames: Vec<u32>,
+    /// The items of a transition learned without a step (`learn_regular_transition`).
+    regular_items: Vec<Item>,
     /// The key of the state a mask is looked up by, and its frames by slot (reused: a
     /// mask served from the cache allocates nothing).
     mask_key: Vec<u32>,
@@ -712,14 +716,32 @@ impl Matcher {
         frames: &[u32],
         byte: u8,
     ) -> u32 {
+        self.learn_inner_transition_by(state, frames, byte, true)
+    }
+
+    /// [`Matcher::learn_inner_transition`], where `regular_first` says whether a closure
+    /// inside one rule call's automaton is learned without a step
+    /// (`regular_transition.rs`; false only to check that both ways learn the same).
+    fn learn_inner_transition_by(
+        &mut self,
+        state: StateId,
+        frames: &[u32],
+        byte: u8,
+        regular_first: bool,
+    ) -> u32 {
+        self.scan_state_byte(state, frames, byte);
+        if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
+            Arc::make_mut(&mut self.cache).record_marker(&self.grammar.inner, state, byte, DEAD);
+            return self.cache.transition(state, byte);
+        }
+        if regular_first && self.learn_regular_transition(state, frames, byte) {
+            return self.cache.transition(state, byte);
+        }
         self.push_state_step(state, frames);
         self.scratch.source_frames.clear();
         self.scratch.source_frames.extend_from_slice(frames);
-        self.scan_byte(byte);
         self.scratch.step_partial = character_begun(self.current().partial, byte);
-        if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
-            Arc::make_mut(&mut self.cache).record_marker(&self.grammar.inner, state, byte, DEAD);
-        } else {
+        {
             self.scratch.inner_only = true;
             self.scratch.escaped = 0;
             let stepped = self.close_step(1, false, Some((state, byte))).is_ok();
@@ -794,41 +816,30 @@ impl Matcher {
     /// Fills `scratch.kernel` (items that completed a character and moved on) and
     /// `scratch.carried` (items in the middle of a character) from the current items.
     fn scan_byte(&mut self, byte: u8) {
-        let graph = &self.grammar.inner;
         let current = self.steps.last().expect("the first step always exists");
         let items = &self.items[current.items_start as usize..current.items_end as usize];
-        let scratch = &mut self.scratch;
-        scratch.kernel.clear();
-        scratch.carried.clear();
-        for item in items {
-            let node = graph.nodes[item.node as usize];
-            let next = match node {
-                Node::Char { next, .. } | Node::Class { next, .. } | Node::Any { next } => next,
-                _ => continue,
-            };
-            match item.partial.push(byte) {
-                Step::Complete(code_point) => {
-                    if edge_matches(graph, node, code_point) {
-                        scratch.kernel.push(Item {
-                            node: next,
-                            frame: item.frame,
-                            partial: Partial::NONE,
-                        });
-                    }
-                }
-                Step::Incomplete(partial) => {
-                    let (low, high) = partial.code_point_range();
-                    if edge_intersects(graph, node, low, high) {
-                        scratch.carried.push(Item {
-                            node: item.node,
-                            frame: item.frame,
-                            partial: canonical_partial(graph, node, partial),
-                        });
-                    }
-                }
-                Step::Invalid => {}
-            }
-        }
+        scan_items(
+            &self.grammar.inner,
+            items.iter().copied(),
+            byte,
+            &mut self.scratch,
+        );
+    }
+
+    /// As [`Matcher::scan_byte`], from the items of a cached state, its slots standing for
+    /// `frames`, without pushing it as a step.
+    fn scan_state_byte(&mut self, state: StateId, frames: &[u32], byte: u8) {
+        let items = self
+            .cache
+            .state(state)
+            .items
+            .iter()
+            .map(|&(node, partial, slot)| Item {
+                node,
+                frame: frames[slot as usize],
+                partial,
+            });
+        scan_items(&self.grammar.inner, items, byte, &mut self.scratch);
     }
 
     /// Closes `scratch.kernel` under prediction and completion and records the new step,
@@ -1115,6 +1126,47 @@ fn prefix_counts(live: &[bool]) -> Vec<u32> {
 }
 
 /// Adds an item to the step being closed, once, if it can still complete.
+/// Fills `scratch.kernel` with the items that complete a character they accept on
+/// `byte` (moved on to their next node) and `scratch.carried` with those still inside one.
+fn scan_items(
+    graph: &GrammarGraph,
+    items: impl Iterator<Item = Item>,
+    byte: u8,
+    scratch: &mut Scratch,
+) {
+    scratch.kernel.clear();
+    scratch.carried.clear();
+    for item in items {
+        let node = graph.nodes[item.node as usize];
+        let next = match node {
+            Node::Char { next, .. } | Node::Class { next, .. } | Node::Any { next } => next,
+            _ => continue,
+        };
+        match item.partial.push(byte) {
+            Step::Complete(code_point) => {
+                if edge_matches(graph, node, code_point) {
+                    scratch.kernel.push(Item {
+                        node: next,
+                        frame: item.frame,
+                        partial: Partial::NONE,
+                    });
+                }
+            }
+            Step::Incomplete(partial) => {
+                let (low, high) = partial.code_point_range();
+                if edge_intersects(graph, node, low, high) {
+                    scratch.carried.push(Item {
+                        node: item.node,
+                        frame: item.frame,
+                        partial: canonical_partial(graph, node, partial),
+                    });
+                }
+            }
+            Step::Invalid => {}
+        }
+    }
+}
+
 fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
     let item = Item {
         node,
