@@ -54,7 +54,12 @@ vocabulary alone (llguidance's token trie and slices, Grail's loop slices and ru
 built after the first run, and the process is warm. --grail-run first reports Grail's first run
 instead (the first grammar of a fresh process: noisier, and not what the peer is given);
 --grail-run warm runs without --cold and reports the lowest median, a run that starts from what
-earlier matchers of the grammar learned (a server's later request with the same grammar). Ratios are Grail / llguidance (below 1: Grail is
+earlier matchers of the grammar learned (a server's later request with the same grammar). With
+--rounds N every schema is measured N times, both engines back to back each time, round after
+round over all schemas; each engine's runs of all rounds are pooled and chosen from as above. The
+machine's speed drifts by up to half for minutes at a time (the same binary's median and p99 both
+move), so a schema's two engines measured once may fall in different phases; rounds spread both
+over the sitting alike. Ratios are Grail / llguidance (below 1: Grail is
 faster). The summary gives the geometric means of the per-schema median and p99 ratios over the
 schemas where every document token was in both engines' masks, and the schemas where Grail's p99
 is above llguidance's. The machine is shared and noisy: compare runs made together.
@@ -67,6 +72,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -414,6 +420,27 @@ def summary(result, first_run_only=False):
     }
 
 
+def merge_rounds(earlier, later):
+    """One engine's results of two rounds of a schema as one: the later round's runs appended
+    (numbered after the earlier ones, so the first run stays the first round's) and the compile
+    time the median of the rounds' medians (kept as a list). A round that failed is what is
+    kept: a failure in any round is reported."""
+    if not earlier or not earlier.get("runs"):
+        return earlier
+    if not later or not later.get("runs"):
+        return later
+    merged = dict(earlier)
+    offset = 1 + max(r.get("run", 0) for r in earlier["runs"])
+    merged["runs"] = earlier["runs"] + [dict(r, run=r.get("run", 0) + offset) for r in later["runs"]]
+    compiles = earlier.get("compile_ms_rounds", [earlier.get("compile_ms_median")]) + [later.get("compile_ms_median")]
+    compiles = [c for c in compiles if c is not None]
+    merged["compile_ms_rounds"] = compiles
+    merged["compile_ms_median"] = statistics.median(compiles) if compiles else None
+    if earlier.get("status") in (None, "ok") and later.get("status") not in (None, "ok"):
+        merged["status"] = later["status"]
+    return merged
+
+
 def bench_grail(args, case, vocab_json):
     out = os.path.join(case["dir"], "grail.bench.json")
     cold = ["--cold"] if args.grail_run == "cold" else []
@@ -588,7 +615,7 @@ def geomean(values):
 
 def report(args, llg_version, chosen, results, skipped, disagreements, short):
     print(f"Grail vs llguidance {llg_version} on MaskBench schemas, {VOCAB} vocabulary; seed {args.seed}; "
-          f"llguidance `properties` order: {args.property_order}; {args.runs} run(s) per measurement; Grail's "
+          f"llguidance `properties` order: {args.property_order}; {args.runs} run(s) per measurement, {args.rounds} round(s); Grail's "
           f"run reported: {args.grail_run} (see the docstring); ratios Grail / llguidance.\n")
     totals = {"selected": len(chosen)}
     if args.select_only:
@@ -664,6 +691,9 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--groups", default="", help="comma-separated MaskBench groups (default: all)")
     parser.add_argument("--runs", type=int, default=2, help="runs per measurement, each a fresh matcher (default 2)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="times each schema is measured, both engines each time, round after round over "
+                             "all schemas; the runs of all rounds are pooled (default 1)")
     parser.add_argument("--compile-reps", type=int, default=3)
     parser.add_argument("--grail-run", choices=("cold", "first", "warm"), default="cold",
                         help="Grail's run reported: the lowest median of runs that all start cold (default, as "
@@ -712,9 +742,14 @@ def main():
 
         results = {}
         if not args.select_only:
-            for number, case in enumerate(chosen):
-                log(f"[bench {number + 1}/{len(chosen)}] {case['id']} ({case['tokens']} tokens)")
-                results[case["id"]] = (bench_grail(args, case, vocab_json), bench_llguidance(args, case, scratch))
+            for round_number in range(args.rounds):
+                for number, case in enumerate(chosen):
+                    log(f"[round {round_number + 1}/{args.rounds}, bench {number + 1}/{len(chosen)}] "
+                        f"{case['id']} ({case['tokens']} tokens)")
+                    measured = (bench_grail(args, case, vocab_json), bench_llguidance(args, case, scratch))
+                    earlier = results.get(case["id"])
+                    results[case["id"]] = measured if earlier is None else tuple(
+                        merge_rounds(before, now) for before, now in zip(earlier, measured))
         totals = report(args, llg_version, chosen, results, skipped, disagreements, short)
         if args.json:
             raw = {"seed": args.seed, "count": args.count, "runs": args.runs, "vocab": VOCAB, "x_guidance": X_GUIDANCE,
