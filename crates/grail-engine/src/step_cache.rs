@@ -54,9 +54,13 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 const MAX_STATES: usize = 16_384;
 
 /// States a step cache has room for from its first (see `StepCache::intern`): an open
-/// object's first key step learns about 200 (Github_easy o57450: 186). (The transition
-/// table grows by chunks instead: see [`TransitionTable`].)
-const INITIAL_STATES: usize = 256;
+/// object's first key step learns about 200 (Github_easy o57450: 186), and a document of
+/// a schema with many keys a thousand or two. Each doubling past it copies every state
+/// (and rehashes every key) inside one mask: with room for 256, three doublings of
+/// Github_hard o33027's document added 6% to the masks they fell in. Address space until
+/// written, about 0.5 MB. (The transition table grows by chunks instead: see
+/// [`TransitionTable`].)
+const INITIAL_STATES: usize = 2048;
 
 /// Most bytes of remembered trie walks per matcher family.
 const MAX_WALK_BYTES: usize = 64 << 20;
