@@ -208,11 +208,12 @@ pub fn encoded_set(set: &CharSet) -> Expr {
             }
         }
     }
+    // After the backslash: the short escapes, `u00` and the long ones' last two digits.
+    let mut after_backslash = Vec::new();
     if !short.is_empty() {
-        choices.push(Expr::sequence([
-            Expr::literal("\\"),
-            Expr::chars(short.iter().map(|&character| (character, character))),
-        ]));
+        after_backslash.push(Expr::chars(
+            short.iter().map(|&character| (character, character)),
+        ));
     }
     let groups: Vec<Expr> = long
         .iter()
@@ -226,10 +227,20 @@ pub fn encoded_set(set: &CharSet) -> Expr {
         })
         .collect();
     if !groups.is_empty() {
-        choices.push(Expr::sequence([
-            Expr::literal("\\u00"),
-            Expr::Choice(groups),
-        ]));
+        after_backslash.push(Expr::sequence([Expr::literal("u00"), Expr::Choice(groups)]));
+    }
+    // One backslash for both kinds: a matcher holding the set (a key trie's every
+    // state does) then holds one item for it, not one per kind.
+    match after_backslash.len() {
+        0 => {}
+        1 => choices.push(Expr::sequence([
+            Expr::literal("\\"),
+            after_backslash.pop().expect("one kind"),
+        ])),
+        _ => choices.push(Expr::sequence([
+            Expr::literal("\\"),
+            Expr::Choice(after_backslash),
+        ])),
     }
     match choices.len() {
         1 => choices.pop().expect("one choice"),
@@ -297,6 +308,35 @@ mod tests {
         assert!(matches(encoded_set(&everything_but_a), "\\\\"));
         assert!(matches(encoded_set(&everything_but_a), "é"));
         assert!(!matches(encoded_set(&everything_but_a), "a"));
+    }
+
+    #[test]
+    fn short_and_long_escapes_share_one_backslash() {
+        // Alternatives of the set's expression that begin with a backslash.
+        let backslash_starts = |expr: &Expr| {
+            let choices = match expr {
+                Expr::Choice(choices) => choices.as_slice(),
+                other => std::slice::from_ref(other),
+            };
+            choices
+                .iter()
+                .filter(|choice| match choice {
+                    Expr::Sequence(parts) => {
+                        matches!(parts.first(), Some(Expr::Literal(text)) if text.starts_with('\\'))
+                    }
+                    _ => false,
+                })
+                .count()
+        };
+        let everything_but_a = CharSet::new([('a' as u32, 'a' as u32)], true);
+        for set in [escaped_set(), everything_but_a] {
+            let expr = encoded_set(&set);
+            assert_eq!(backslash_starts(&expr), 1, "{expr:?}");
+            for text in ["\\n", "\\\"", "\\u001f", "\\u007F"] {
+                assert!(matches(expr.clone(), text), "{text:?}");
+            }
+            assert!(!matches(expr, "\\u0020"));
+        }
     }
 
     #[test]
