@@ -741,14 +741,12 @@ impl Matcher {
         self.scratch.source_frames.clear();
         self.scratch.source_frames.extend_from_slice(frames);
         self.scratch.step_partial = character_begun(self.current().partial, byte);
-        {
-            self.scratch.inner_only = true;
-            self.scratch.escaped = 0;
-            let stepped = self.close_step(1, false, Some((state, byte))).is_ok();
-            self.scratch.inner_only = false;
-            if stepped {
-                self.rollback(1);
-            }
+        self.scratch.inner_only = true;
+        self.scratch.escaped = 0;
+        let stepped = self.close_step(1, false, Some((state, byte))).is_ok();
+        self.scratch.inner_only = false;
+        if stepped {
+            self.rollback(1);
         }
         self.rollback(1);
         self.cache.transition(state, byte)
@@ -1125,7 +1123,6 @@ fn prefix_counts(live: &[bool]) -> Vec<u32> {
     counts
 }
 
-/// Adds an item to the step being closed, once, if it can still complete.
 /// Fills `scratch.kernel` with the items that complete a character they accept on
 /// `byte` (moved on to their next node) and `scratch.carried` with those still inside one.
 fn scan_items(
@@ -1167,6 +1164,7 @@ fn scan_items(
     }
 }
 
+/// Adds an item to the step being closed, once, if it can still complete.
 fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
     let item = Item {
         node,
