@@ -59,8 +59,13 @@ impl Matcher {
                 return false;
             }
         }
-        let state_size =
-            self.items.len() + scratch.regular_items.len() + self.frames.len() + self.links.len();
+        // As `close_step` counts it, the source state's items pushed as a step included.
+        let source_items = self.cache.state(state).items.len();
+        let state_size = self.items.len()
+            + source_items
+            + scratch.regular_items.len()
+            + self.frames.len()
+            + self.links.len();
         if state_size > limits.max_state_items {
             return false;
         }
