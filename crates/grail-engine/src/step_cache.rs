@@ -490,11 +490,16 @@ impl StepCache {
         self.set_for_class(graph, state, byte, marker);
     }
 
-    /// Sets the transition of `byte` and of every ASCII byte in its class that is not
-    /// known yet.
+    /// Sets the transition of `byte` and of every byte not known yet that takes `state`
+    /// the same way: ASCII bytes in its class, or bytes past ASCII of the same shape
+    /// where which character is written does not matter ([`same_shape_bytes`]).
     fn set_for_class(&mut self, graph: &GrammarGraph, state: StateId, byte: u8, value: u32) {
         self.transitions.row_mut(state)[usize::from(byte)] = value;
         if byte >= 0x80 {
+            let items = &self.states[state as usize].items;
+            if let Some(bytes) = same_shape_bytes(graph, items, byte) {
+                self.transitions.fill_unknown_high(state, bytes, value);
+            }
             return;
         }
         let data = &mut self.states[state as usize];
@@ -626,6 +631,70 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
 
 /// The ASCII bytes grouped by the set of items that take them (items inside a character
 /// take none): partition refinement by each item's ASCII bitmap.
+/// The bytes past ASCII (bit `byte - 0x80`) that take a state with `items` where `byte`
+/// does, when every item takes either no character past ASCII or all of them: then
+/// which character is written does not matter, only its shape — whether the byte
+/// completes it, or which canonical partial it leaves (for a node that takes every
+/// character, [`canonical_partial`] is the first of [`Partial::representatives`]) — so
+/// one learned transition holds for every byte of that shape (a string's lead bytes
+/// C2..=DF, or the last bytes 80..=BF of a character). `None` when some item takes only
+/// some such characters, or the items are inside different characters.
+fn same_shape_bytes(
+    graph: &GrammarGraph,
+    items: &[(NodeId, Partial, u8)],
+    byte: u8,
+) -> Option<u128> {
+    let &(_, partial, _) = items.first()?;
+    let mut some_takes_all = false;
+    for &(node, item_partial, _) in items {
+        if item_partial != partial {
+            return None;
+        }
+        some_takes_all |= match graph.nodes[node as usize] {
+            Node::Any { .. } => true,
+            Node::Class { set, .. } => graph.class_all_non_ascii[set as usize]?,
+            Node::Char { code_point, .. } if code_point < 0x80 => false,
+            _ => return None,
+        };
+    }
+    if !some_takes_all {
+        return None;
+    }
+    let shape = |byte: u8| match partial.push(byte) {
+        Step::Complete(_) => Some(Partial::NONE),
+        Step::Incomplete(next) => Some(next.representatives().first().copied().unwrap_or(next)),
+        Step::Invalid => None,
+    };
+    let wanted = shape(byte)?;
+    // Completing a character: every continuation byte completes it as well.
+    const CONTINUATION_BYTES: u128 = u64::MAX as u128;
+    if wanted.is_none() {
+        return Some(CONTINUATION_BYTES);
+    }
+    if partial.is_none() {
+        return Some(lead_bytes_of_shape(byte));
+    }
+    Some(
+        (0x80..=0xBFu8)
+            .filter(|&other| shape(other) == Some(wanted))
+            .fold(0, |bytes, other| bytes | 1 << (other - 0x80)),
+    )
+}
+
+/// The lead bytes (bit `byte - 0x80`) that begin a character of the same shape as `lead`
+/// does (the same representative partial): C2..=DF, E1..=EC with EE..=EF, F1..=F3; E0,
+/// ED, F0 and F4 narrow their second byte, so each is its own shape.
+fn lead_bytes_of_shape(lead: u8) -> u128 {
+    let range =
+        |first: u8, last: u8| (first..=last).fold(0u128, |bytes, byte| bytes | 1 << (byte - 0x80));
+    match lead {
+        0xC2..=0xDF => range(0xC2, 0xDF),
+        0xE1..=0xEC | 0xEE..=0xEF => range(0xE1, 0xEC) | range(0xEE, 0xEF),
+        0xF1..=0xF3 => range(0xF1, 0xF3),
+        _ => 1 << (lead - 0x80),
+    }
+}
+
 fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[u128]> {
     // At most one class per ASCII byte: refined on the stack, then copied once to a box of
     // the right size (a vector would grow and then shrink, copying itself each time).
@@ -659,4 +728,99 @@ fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[
         }
     }
     classes[..count].into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CompiledGrammar;
+    use crate::matcher::Matcher;
+
+    /// A matcher of `source` compiled afresh (matchers of one compiled grammar share what
+    /// they learn), after `prefix`, with its state and frames.
+    fn matcher_after(source: &str, prefix: &[u8]) -> (Matcher, StateId, Vec<u32>) {
+        let grammar = CompiledGrammar::from_gbnf(source).expect("the grammar compiles");
+        let mut matcher = Matcher::new(&grammar);
+        for &byte in prefix {
+            assert!(
+                matches!(matcher.step_byte(byte), Ok(true)),
+                "the prefix matches"
+            );
+        }
+        let mut frames = Vec::new();
+        let state = matcher
+            .current_state(&mut frames)
+            .expect("the prefix's step is a cached state");
+        (matcher, state, frames)
+    }
+
+    /// The transition `byte` takes from the state after `prefix`, as text: its target's
+    /// items and what it does to the frames.
+    fn described(matcher: &Matcher, entry: u32) -> String {
+        if matches!(entry, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN) {
+            return format!("marker {entry}");
+        }
+        let transition = matcher.step_cache().result(entry);
+        let target = matcher.step_cache().state(transition.target);
+        let mut text = format!("{transition:?}");
+        // The target's id depends on the order of learning; its items do not.
+        text.push_str(&format!(" -> {:?} {}", target.items, target.accepting));
+        text.replace(&format!("target: {}", transition.target), "target")
+    }
+
+    /// Learns `learned` from the state after `prefix`, then checks every byte past ASCII
+    /// it filled in against that byte learned on its own; returns the bytes filled in.
+    fn filled_bytes_match_their_own(source: &str, prefix: &[u8], learned: u8) -> Vec<u8> {
+        let (mut matcher, state, frames) = matcher_after(source, prefix);
+        matcher.learn_inner_transition(state, &frames, learned);
+        let mut filled = Vec::new();
+        for byte in 0x80..=0xFFu8 {
+            let entry = matcher.step_cache().transition(state, byte);
+            if byte == learned || entry == UNKNOWN || entry == DEAD {
+                continue;
+            }
+            filled.push(byte);
+            let (mut alone, alone_state, alone_frames) = matcher_after(source, prefix);
+            let own = alone.learn_inner_transition(alone_state, &alone_frames, byte);
+            assert_eq!(
+                described(&matcher, entry),
+                described(&alone, own),
+                "byte {byte:#04X} after learning {learned:#04X}"
+            );
+        }
+        filled
+    }
+
+    #[test]
+    fn bytes_past_ascii_of_one_shape_share_a_learned_transition() {
+        // A string of any characters (but the quote and backslash), with one key beside it.
+        let free = r#"root ::= "\"" ("naïve" "\"" | [^"\\n] [^"\\]* "\"")"#;
+        let leads: Vec<u8> = (0xC2..=0xDF).filter(|&byte| byte != 0xC3).collect();
+        // From inside the string, a two-byte lead byte stands for every other one ...
+        assert_eq!(filled_bytes_match_their_own(free, b"\"x", 0xC3), leads);
+        // ... a last byte for every continuation byte ...
+        let continuations: Vec<u8> = (0x80..=0xBF).filter(|&byte| byte != 0xA9).collect();
+        assert_eq!(
+            filled_bytes_match_their_own(free, b"\"x\xC3", 0xA9),
+            continuations
+        );
+        // ... and a lead byte whose second byte is narrowed for no other.
+        assert_eq!(
+            filled_bytes_match_their_own(free, b"\"x", 0xE0),
+            Vec::<u8>::new()
+        );
+        let wide_three: Vec<u8> = (0xE2..=0xEC).chain([0xEE, 0xEF]).collect();
+        assert_eq!(filled_bytes_match_their_own(free, b"\"x", 0xE1), wide_three);
+        // Where an item takes one character past ASCII (the key's `ï`), each byte is its own.
+        assert_eq!(
+            filled_bytes_match_their_own(free, b"\"na", 0xC3),
+            Vec::<u8>::new()
+        );
+        // A class of some characters past ASCII: each byte is its own.
+        let some = r#"root ::= "\"" [a-zé-ü]* "\"""#;
+        assert_eq!(
+            filled_bytes_match_their_own(some, b"\"", 0xC3),
+            Vec::<u8>::new()
+        );
+    }
 }

@@ -75,6 +75,17 @@ impl TransitionTable {
         }
     }
 
+    /// Sets the entries of `state` for the bytes past ASCII in `bytes` (bit `byte - 0x80`)
+    /// that are still `UNKNOWN` to `value`.
+    pub(crate) fn fill_unknown_high(&mut self, state: StateId, bytes: u128, value: u32) {
+        let row = self.row_mut(state);
+        for (bit, entry) in row[128..].iter_mut().enumerate() {
+            if bytes >> bit & 1 == 1 && *entry == UNKNOWN {
+                *entry = value;
+            }
+        }
+    }
+
     /// The row of `state`, to write.
     pub(crate) fn row_mut(&mut self, state: StateId) -> &mut [u32] {
         let state = state as usize;
