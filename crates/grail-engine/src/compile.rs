@@ -31,7 +31,7 @@ use copies::Copies;
 pub(crate) type NodeId = u32;
 
 /// One node of the compiled graph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Node {
     /// Consumes exactly this code point.
     Char { code_point: u32, next: NodeId },
@@ -104,6 +104,9 @@ pub(crate) struct GrammarGraph {
     /// For each class: `Some(true)` when it holds every scalar past ASCII, `Some(false)`
     /// when it holds none, `None` when some.
     pub(crate) class_all_non_ascii: Vec<Option<bool>>,
+    /// Per node, the node that carries an item inside a character there (see
+    /// `character_carriers`), or [`NO_CARRIER`]; empty when no node has one.
+    pub(crate) character_carriers: Vec<NodeId>,
     /// For each class, the written form (negation kept), for next-character rules.
     pub(crate) class_negated: Vec<bool>,
     /// For each class, the written ranges as scalars (before negation).
@@ -173,6 +176,8 @@ impl CompiledGrammar {
             counted: Vec::new(),
             not_chains: rustc_hash::FxHashSet::default(),
             inline_copies: rustc_hash::FxHashMap::default(),
+            shared_nodes: rustc_hash::FxHashMap::default(),
+            shared_loops: rustc_hash::FxHashMap::default(),
             repetition_depth: 0,
         };
         // Only rules that are called (not inlined) get their own automaton: the root,
@@ -180,8 +185,10 @@ impl CompiledGrammar {
         let never = builder.split(&[])?;
         let mut starts = vec![never; grammar.rules.len()];
         builder.need(grammar.root.0);
+        // One end for every rule: what follows a rule's last symbol is the same return
+        // whichever rule it is, so equal tails of different rules can be one automaton.
+        let end = builder.push(Node::Return)?;
         while let Some(rule) = builder.queue.pop() {
-            let end = builder.push(Node::Return)?;
             starts[rule as usize] =
                 builder.alternatives(&grammar.rules[rule as usize].alternatives, end)?;
         }
@@ -200,6 +207,9 @@ impl CompiledGrammar {
             &rules,
             &builder.counted,
         );
+        let class_all_non_ascii: Vec<Option<bool>> =
+            builder.classes.iter().map(all_non_ascii).collect();
+        let character_carriers = character_carriers(&mut builder, &class_all_non_ascii)?;
         let productive = if every_symbol_productive(grammar, &references) {
             // Every node can reach its rule's end but the empty split that stands for
             // the rules not compiled, which nothing calls.
@@ -224,7 +234,8 @@ impl CompiledGrammar {
                 split_targets: builder.split_targets,
                 class_ascii: builder.classes.iter().map(ascii_bitmap).collect(),
                 class_lead_bytes: builder.classes.iter().map(lead_bytes).collect(),
-                class_all_non_ascii: builder.classes.iter().map(all_non_ascii).collect(),
+                class_all_non_ascii,
+                character_carriers,
                 classes: builder.classes,
                 class_negated: builder.class_negated,
                 class_listed: builder.class_listed,
@@ -287,7 +298,7 @@ impl GrammarGraph {
 }
 
 /// A character set compiled: one character, or a class by index.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum ClassNode {
     Char(u32),
     Class(u32),
@@ -327,6 +338,22 @@ struct GraphBuilder<'a, 'o> {
     /// undid the counting of its copies: one schema's mask inside a `minLength` string
     /// 0.6 M → 40 M instructions).
     repetition_depth: u32,
+    /// Consuming and calling nodes built outside repetitions, by what they are: a node
+    /// equal to one built before (the same symbol before the same continuation) is that
+    /// node, so equal tails of different rules (a key trie's `canonical-char* "\""`
+    /// after each of its excluded first characters) are one automaton and their states
+    /// are learned once.
+    shared_nodes: rustc_hash::FxHashMap<Node, NodeId>,
+    /// Loops `X*` built outside repetitions, by what `X` is (a rule, or a character set's
+    /// node) and their continuation (see `shared_nodes`).
+    shared_loops: rustc_hash::FxHashMap<(LoopBody, NodeId), NodeId>,
+}
+
+/// What a shareable loop repeats (see `GraphBuilder::shared_loops`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum LoopBody {
+    Rule(u32),
+    Class(ClassNode),
 }
 
 impl GraphBuilder<'_, '_> {
@@ -337,6 +364,23 @@ impl GraphBuilder<'_, '_> {
     }
 
     fn push(&mut self, node: Node) -> Result<NodeId, CompileError> {
+        let shareable = self.repetition_depth == 0
+            && matches!(
+                node,
+                Node::Char { .. } | Node::Class { .. } | Node::Any { .. } | Node::Call { .. }
+            );
+        if let Some(&shared) = shareable.then(|| self.shared_nodes.get(&node)).flatten() {
+            return Ok(shared);
+        }
+        let id = self.push_new(node)?;
+        if shareable {
+            self.shared_nodes.insert(node, id);
+        }
+        Ok(id)
+    }
+
+    /// Appends `node` (see [`GraphBuilder::push`]).
+    fn push_new(&mut self, node: Node) -> Result<NodeId, CompileError> {
         if self.nodes.len() >= self.options.limits.max_nodes {
             return Err(CompileError::TooLarge {
                 limit: self.options.limits.max_nodes,
@@ -541,10 +585,26 @@ impl GraphBuilder<'_, '_> {
         repetition: &grail_grammar::Repetition,
         next: NodeId,
     ) -> Result<NodeId, CompileError> {
-        match repetition.max {
-            Some(max) => self.bounded_repetition(&repetition.symbol, repetition.min, max, next),
-            None => self.in_repetition(|builder| builder.unbounded_repetition(repetition, next)),
+        if let Some(max) = repetition.max {
+            return self.bounded_repetition(&repetition.symbol, repetition.min, max, next);
         }
+        let body = match &repetition.symbol.kind {
+            SymbolKind::Rule(RuleId(rule)) => Some(LoopBody::Rule(*rule)),
+            SymbolKind::Chars(set) => Some(LoopBody::Class(self.class_node(set))),
+            _ => None,
+        };
+        let key = body
+            .filter(|_| repetition.min == 0 && self.repetition_depth == 0)
+            .map(|body| (body, next));
+        if let Some(&start) = key.and_then(|key| self.shared_loops.get(&key)) {
+            return Ok(start);
+        }
+        let counted_before = self.counted.len();
+        let start = self.in_repetition(|builder| builder.unbounded_repetition(repetition, next))?;
+        if let Some(key) = key.filter(|_| self.counted.len() == counted_before) {
+            self.shared_loops.insert(key, start);
+        }
+        Ok(start)
     }
 
     /// Builds the nodes of a repetition, where no inlined copy is shared (see
@@ -903,6 +963,57 @@ fn elide_tail_calls(
     }
 }
 
+/// No carrier node (see [`GrammarGraph::character_carriers`]).
+pub(crate) const NO_CARRIER: NodeId = NodeId::MAX;
+
+/// For each class node that takes every character past ASCII, an `Any` node before the
+/// same continuation, appended: an item inside a character takes the same completions
+/// on either, so it is carried by the `Any` node, and such items of different classes
+/// before one continuation (a key trie's excluded first characters, each followed by the
+/// rest of the string) make one state. Not for nodes of counted copies or their twins,
+/// which are read by their layout (`counted.rs`). Empty when no node has a carrier.
+fn character_carriers(
+    builder: &mut GraphBuilder<'_, '_>,
+    class_all_non_ascii: &[Option<bool>],
+) -> Result<Vec<NodeId>, CompileError> {
+    let mut in_copies = vec![false; builder.nodes.len()];
+    for copy in &builder.counted {
+        for first in [copy.first, copy.twin] {
+            let range = first as usize..(first + copy.len) as usize;
+            if let Some(nodes) = in_copies.get_mut(range) {
+                nodes.fill(true);
+            }
+        }
+    }
+    let mut carriers = Vec::new();
+    let mut by_next = rustc_hash::FxHashMap::default();
+    for (index, in_copy) in in_copies.into_iter().enumerate() {
+        let Node::Class { set, next } = builder.nodes[index] else {
+            continue;
+        };
+        if class_all_non_ascii[set as usize] != Some(true) || in_copy {
+            continue;
+        }
+        let carrier = match by_next.get(&next) {
+            Some(&carrier) => carrier,
+            None => {
+                let carrier = builder.push_new(Node::Any { next })?;
+                by_next.insert(next, carrier);
+                carrier
+            }
+        };
+        if carriers.is_empty() {
+            carriers = vec![NO_CARRIER; index];
+        }
+        carriers.resize(index, NO_CARRIER);
+        carriers.push(carrier);
+    }
+    if !carriers.is_empty() {
+        carriers.resize(builder.nodes.len(), NO_CARRIER);
+    }
+    Ok(carriers)
+}
+
 /// Where a consuming node leads.
 fn node_next(node: Node) -> Option<NodeId> {
     match node {
@@ -1118,7 +1229,8 @@ mod tests {
         let spelled = compile_source(
             "root ::= (\"a\" [x-z] [0-9] | \"b\" [x-z] [0-9] | \"c\" [x-z] [0-9]) \"!\"\n",
         );
-        assert!(shared.node_count() + 4 <= spelled.node_count());
+        // Written out, the equal tails are one automaton as well (see `shared_nodes`).
+        assert_eq!(shared.node_count(), spelled.node_count());
         for (text, expected) in [
             ("ax1!", true),
             ("cz9!", true),
@@ -1138,6 +1250,45 @@ mod tests {
             ("ab!".to_string(), false),
         ] {
             assert_eq!(accepts(&repeated, &text), expected, "{text}");
+        }
+    }
+
+    /// Equal tails of different rules (a key trie's excluded first characters, each
+    /// followed by the rest of any string) are one automaton: after either rule's first
+    /// character, or inside it, the matcher is in one state, learned once.
+    #[test]
+    fn equal_tails_of_different_rules_are_one_automaton() {
+        let source =
+            "root ::= \"a\" x | \"b\" y\nx ::= [^a] [0-9]* \"!\"\ny ::= [^b] [0-9]* \"!\"\n";
+        let compiled = compile_source(source);
+        let state_after = |text: &[u8]| {
+            let mut matcher = crate::matcher::Matcher::new(&compiled);
+            for &byte in text {
+                assert!(
+                    matches!(matcher.step_byte(byte), Ok(true)),
+                    "the text matches"
+                );
+            }
+            matcher
+                .current_state(&mut Vec::new())
+                .expect("a cached state")
+        };
+        assert_ne!(state_after(b"a"), state_after(b"b"));
+        assert_eq!(state_after(b"ac"), state_after(b"bc"));
+        assert_eq!(state_after(b"ac1"), state_after(b"bc12"));
+        // Inside a character of either first class (each takes every character past
+        // ASCII), the item is carried by one node (`character_carriers`): one state too.
+        assert_eq!(state_after(b"a\xC3"), state_after(b"b\xC3"));
+        assert_eq!(state_after(b"a\xE4\xB8"), state_after(b"b\xE5\x80"));
+        for (text, expected) in [
+            ("ac1!", true),
+            ("ba!", true),
+            ("aé1!", true),
+            ("b中!", true),
+            ("aa1!", false),
+            ("bc1", false),
+        ] {
+            assert_eq!(accepts(&compiled, text), expected, "{text}");
         }
     }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use grail_vocab::VocabularyIndex;
 
-use crate::compile::{CompiledGrammar, GrammarGraph, Node, NodeId};
+use crate::compile::{CompiledGrammar, GrammarGraph, NO_CARRIER, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
 use crate::mask_cache::MaskCache;
@@ -1152,10 +1152,15 @@ fn scan_items(
             Step::Incomplete(partial) => {
                 let (low, high) = partial.code_point_range();
                 if edge_intersects(graph, node, low, high) {
+                    // A class of every character past ASCII hands the item to its carrier.
+                    let carried = match graph.character_carriers.get(item.node as usize) {
+                        Some(&carrier) if carrier != NO_CARRIER => carrier,
+                        _ => item.node,
+                    };
                     scratch.carried.push(Item {
-                        node: item.node,
+                        node: carried,
                         frame: item.frame,
-                        partial: canonical_partial(graph, node, partial),
+                        partial: canonical_partial(graph, graph.nodes[carried as usize], partial),
                     });
                 }
             }
