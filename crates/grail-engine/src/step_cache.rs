@@ -629,16 +629,15 @@ fn live_bytes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> [u64; 4]
     live
 }
 
-/// The ASCII bytes grouped by the set of items that take them (items inside a character
-/// take none): partition refinement by each item's ASCII bitmap.
 /// The bytes past ASCII (bit `byte - 0x80`) that take a state with `items` where `byte`
 /// does, when every item takes either no character past ASCII or all of them: then
 /// which character is written does not matter, only its shape — whether the byte
 /// completes it, or which canonical partial it leaves (for a node that takes every
-/// character, [`canonical_partial`] is the first of [`Partial::representatives`]) — so
-/// one learned transition holds for every byte of that shape (a string's lead bytes
-/// C2..=DF, or the last bytes 80..=BF of a character). `None` when some item takes only
-/// some such characters, or the items are inside different characters.
+/// character, the matcher's `canonical_partial` is the first of
+/// [`Partial::representatives`]) — so one learned transition holds for every byte of
+/// that shape (a string's lead bytes C2..=DF, or the last bytes 80..=BF of a character).
+/// `None` when some item takes only some such characters, or the items are inside
+/// different characters.
 fn same_shape_bytes(
     graph: &GrammarGraph,
     items: &[(NodeId, Partial, u8)],
@@ -695,6 +694,8 @@ fn lead_bytes_of_shape(lead: u8) -> u128 {
     }
 }
 
+/// The ASCII bytes grouped by the set of items that take them (items inside a character
+/// take none): partition refinement by each item's ASCII bitmap.
 fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[u128]> {
     // At most one class per ASCII byte: refined on the stack, then copied once to a box of
     // the right size (a vector would grow and then shrink, copying itself each time).
