@@ -976,6 +976,9 @@ fn character_carriers(
     builder: &mut GraphBuilder<'_, '_>,
     class_all_non_ascii: &[Option<bool>],
 ) -> Result<Vec<NodeId>, CompileError> {
+    if !class_all_non_ascii.contains(&Some(true)) {
+        return Ok(Vec::new());
+    }
     let mut in_copies = vec![false; builder.nodes.len()];
     for copy in &builder.counted {
         for first in [copy.first, copy.twin] {
@@ -1002,9 +1005,6 @@ fn character_carriers(
                 carrier
             }
         };
-        if carriers.is_empty() {
-            carriers = vec![NO_CARRIER; index];
-        }
         carriers.resize(index, NO_CARRIER);
         carriers.push(carrier);
     }

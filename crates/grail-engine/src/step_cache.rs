@@ -671,27 +671,13 @@ fn same_shape_bytes(
         return Some(CONTINUATION_BYTES);
     }
     if partial.is_none() {
-        return Some(lead_bytes_of_shape(byte));
+        return Some(Partial::lead_bytes_of_shape(byte));
     }
     Some(
         (0x80..=0xBFu8)
             .filter(|&other| shape(other) == Some(wanted))
             .fold(0, |bytes, other| bytes | 1 << (other - 0x80)),
     )
-}
-
-/// The lead bytes (bit `byte - 0x80`) that begin a character of the same shape as `lead`
-/// does (the same representative partial): C2..=DF, E1..=EC with EE..=EF, F1..=F3; E0,
-/// ED, F0 and F4 narrow their second byte, so each is its own shape.
-fn lead_bytes_of_shape(lead: u8) -> u128 {
-    let range =
-        |first: u8, last: u8| (first..=last).fold(0u128, |bytes, byte| bytes | 1 << (byte - 0x80));
-    match lead {
-        0xC2..=0xDF => range(0xC2, 0xDF),
-        0xE1..=0xEC | 0xEE..=0xEF => range(0xE1, 0xEC) | range(0xEE, 0xEF),
-        0xF1..=0xF3 => range(0xF1, 0xF3),
-        _ => 1 << (lead - 0x80),
-    }
 }
 
 /// The ASCII bytes grouped by the set of items that take them (items inside a character

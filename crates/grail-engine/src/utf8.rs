@@ -90,6 +90,21 @@ impl Partial {
         }
     }
 
+    /// The lead bytes (bit `byte - 0x80`) that begin a character of the same shape as
+    /// `lead` does (the same first of [`Partial::representatives`]): C2..=DF, E1..=EC with
+    /// EE..=EF, F1..=F3; E0, ED, F0 and F4 narrow their second byte, so each is its own.
+    pub(crate) fn lead_bytes_of_shape(lead: u8) -> u128 {
+        let range = |first: u8, last: u8| {
+            (first..=last).fold(0u128, |bytes, byte| bytes | 1 << (byte - 0x80))
+        };
+        match lead {
+            0xC2..=0xDF => range(0xC2, 0xDF),
+            0xE1..=0xEC | 0xEE..=0xEF => range(0xE1, 0xEC) | range(0xEE, 0xEF),
+            0xF1..=0xF3 => range(0xF1, 0xF3),
+            _ => 1 << (lead - 0x80),
+        }
+    }
+
     /// Feeds one byte.
     pub fn push(self, byte: u8) -> Step {
         if self.is_none() {
