@@ -8,7 +8,9 @@
 //! (SCHEMA: a JSON Schema, or a grammar when the name ends in `.gbnf`; VOCAB: a tokenizer.json, .gguf or vocab.json; IDS: a JSON array of the document's
 //! token ids). The heap is made resident first, as `grail bench` does (`GRAIL_PREFAULT_MIB`). It also prints a digest of the first round's masks, to compare builds of
 //! the engine. With `COLD_MASKS_STEP=N` in the environment only step N's mask is filled (the
-//! tokens before it are accepted without masks), to profile that one step.
+//! tokens before it are accepted without masks), to profile that one step; with
+//! `COLD_MASKS_PROFILE_STEP=N` every mask is filled and step N's goes through
+//! `profiled_step_mask`, to profile it as the document reaches it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +88,15 @@ fn main() {
             std::process::exit(2)
         })
     });
+    // With COLD_MASKS_PROFILE_STEP=N every mask is filled, step N's through
+    // `profiled_step_mask`, so `valgrind --tool=callgrind --toggle-collect='*profiled_step_mask*'`
+    // counts that one mask as the whole document reaches it.
+    let profiled_step: Option<usize> = std::env::var("COLD_MASKS_PROFILE_STEP").ok().map(|text| {
+        text.parse().unwrap_or_else(|_| {
+            eprintln!("COLD_MASKS_PROFILE_STEP must be a step number, not `{text}`");
+            std::process::exit(2)
+        })
+    });
     let mut mask = TokenBitmask::new(index.vocabulary().len());
     let mut step_times: Vec<Vec<f64>> = vec![Vec::new(); ids.len()];
     // FNV-1a over the first round's mask words.
@@ -102,7 +113,11 @@ fn main() {
         for (step, &id) in ids.iter().enumerate() {
             if only_step.is_none_or(|only| only == step) {
                 let begun = Instant::now();
-                matcher.fill_mask(&mut mask);
+                if profiled_step == Some(step) {
+                    profiled_step_mask(&mut matcher, &mut mask);
+                } else {
+                    matcher.fill_mask(&mut mask);
+                }
                 step_times[step].push(begun.elapsed().as_secs_f64() * 1e6);
                 if rounds == 0 {
                     for &word in mask.words() {
@@ -149,4 +164,10 @@ fn main() {
         quantile(0.99),
         all.iter().filter(|&&median| median > 20.0).count()
     );
+}
+
+/// One mask, out of line so that a profiler can count it alone (`COLD_MASKS_PROFILE_STEP`).
+#[inline(never)]
+fn profiled_step_mask(matcher: &mut Matcher, mask: &mut TokenBitmask) {
+    matcher.fill_mask(mask);
 }
