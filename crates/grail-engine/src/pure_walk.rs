@@ -240,9 +240,16 @@ impl Matcher {
                             base_depth: exit.depth - 1,
                         };
                         let exits = start.slice.exits();
+                        // An exit whose byte is dead from the state it is walked from (a
+                        // line break in a JSON string: most exits) has nothing to walk.
+                        let cache = self.step_cache();
+                        let live_from = |from: StateId, exit: &grail_vocab::ExitNode| {
+                            cache.transition(from, exit.byte) != DEAD
+                        };
                         let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) =
                             if start.looping == state && start.excepted.is_empty() {
-                                (exits.iter().map(exit_range).collect(), Vec::new())
+                                let live = exits.iter().filter(|exit| live_from(state, exit));
+                                (live.map(exit_range).collect(), Vec::new())
                             } else {
                                 // Split at their final sizes at most (slices have thousands of
                                 // exits: growing both lists by pushes copied them over and over).
@@ -252,8 +259,10 @@ impl Matcher {
                                 for exit in exits.iter().filter(|exit| !excepted(exit.position)) {
                                     let range = exit_range(exit);
                                     if range.base_depth == 0 || start.looping == state {
-                                        first.push(range);
-                                    } else {
+                                        if live_from(state, exit) {
+                                            first.push(range);
+                                        }
+                                    } else if live_from(start.looping, exit) {
                                         deeper.push(range);
                                     }
                                 }

@@ -53,6 +53,10 @@ pub struct ExitNode {
     pub end: u32,
     /// Its depth (its byte is the `depth`-th of its tokens).
     pub depth: u32,
+    /// Its byte, the first outside the class: a walk that finds it dead from the looping
+    /// state skips the exit without reading the trie (a JSON string's exits are four
+    /// fifths line breaks, which no string takes).
+    pub byte: u8,
 }
 
 impl LoopSlice {
@@ -101,6 +105,7 @@ impl LoopSlice {
                         position: position as u32,
                         end: (position + node.subtree_len as usize) as u32,
                         depth: node.depth,
+                        byte: node.byte,
                     });
                     position += node.subtree_len as usize;
                 }
