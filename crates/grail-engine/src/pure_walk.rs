@@ -39,6 +39,8 @@ struct SliceStart {
     slice: Arc<grail_vocab::LoopSlice>,
     looping: StateId,
     excepted: Vec<usize>,
+    /// The bytes of `excepted` (bit per byte).
+    excepted_bytes: u128,
 }
 
 /// A range of trie nodes to walk, `first..end` in the node array (a subtree's
@@ -215,59 +217,44 @@ impl Matcher {
                     // the bytes that do not enter the loop are walked whole from the state.
                     Some(start) => {
                         let trie = index.trie();
-                        // The excepted subtrees as node ranges, in trie order (as found),
-                        // so an exit's is found by binary search (a key start can have
-                        // dozens of excepted bytes, a slice thousands of exits).
-                        let excepted_ranges: Vec<(usize, usize)> = start
-                            .excepted
-                            .iter()
-                            .map(|&root_child| {
-                                (
-                                    root_child,
-                                    root_child + trie.nodes()[root_child].subtree_len as usize,
-                                )
-                            })
-                            .collect();
-                        let excepted = |position: u32| {
-                            let position = position as usize;
-                            let after =
-                                excepted_ranges.partition_point(|&(first, _)| first <= position);
-                            after > 0 && position < excepted_ranges[after - 1].1
-                        };
                         let exit_range = |exit: &grail_vocab::ExitNode| TrieRange {
                             first: exit.position as usize,
                             end: exit.end as usize,
                             base_depth: exit.depth - 1,
                         };
-                        let exits = start.slice.exits();
-                        // An exit whose byte is dead from the state it is walked from (a
-                        // line break in a JSON string: most exits) has nothing to walk.
-                        let cache = self.step_cache();
-                        let live_from = |from: StateId, exit: &grail_vocab::ExitNode| {
-                            cache.transition(from, exit.byte) != DEAD
+                        // Exits below an excepted byte are walked with its subtree; the
+                        // rest from the state at the root, from the loop below it. An exit
+                        // whose byte is dead from the state it is walked from (a line break
+                        // in a JSON string: most exits) has nothing to walk.
+                        let excepted = |exit: &grail_vocab::ExitNode| {
+                            exit.first_byte < 0x80
+                                && start.excepted_bytes >> exit.first_byte & 1 == 1
                         };
-                        let (mut first, deeper): (Vec<TrieRange>, Vec<TrieRange>) =
-                            if start.looping == state && start.excepted.is_empty() {
-                                let live = exits.iter().filter(|exit| live_from(state, exit));
-                                (live.map(exit_range).collect(), Vec::new())
-                            } else {
-                                // Split at their final sizes at most (slices have thousands of
-                                // exits: growing both lists by pushes copied them over and over).
-                                let mut first =
-                                    Vec::with_capacity(exits.len() + start.excepted.len());
-                                let mut deeper = Vec::with_capacity(exits.len());
-                                for exit in exits.iter().filter(|exit| !excepted(exit.position)) {
-                                    let range = exit_range(exit);
-                                    if range.base_depth == 0 || start.looping == state {
-                                        if live_from(state, exit) {
-                                            first.push(range);
-                                        }
-                                    } else if live_from(start.looping, exit) {
-                                        deeper.push(range);
+                        let from_root = |exit: &grail_vocab::ExitNode| {
+                            exit.depth == 1 || start.looping == state
+                        };
+                        let cache = self.step_cache();
+                        // Split at their final sizes at most (slices have thousands of exits:
+                        // growing both lists by pushes copied them over and over).
+                        let exits = start.slice.exits().len();
+                        let mut first = Vec::with_capacity(exits + start.excepted.len());
+                        let mut deeper = Vec::new();
+                        for (byte, group) in start.slice.exits_by_byte() {
+                            let live_at_root = cache.transition(state, byte) != DEAD;
+                            let live_in_loop = cache.transition(start.looping, byte) != DEAD;
+                            if !live_at_root && !live_in_loop {
+                                continue;
+                            }
+                            for exit in group.iter().filter(|&exit| !excepted(exit)) {
+                                if from_root(exit) {
+                                    if live_at_root {
+                                        first.push(exit_range(exit));
                                     }
+                                } else if live_in_loop {
+                                    deeper.push(exit_range(exit));
                                 }
-                                (first, deeper)
-                            };
+                            }
+                        }
                         first.extend(
                             start
                                 .excepted
@@ -361,6 +348,7 @@ impl Matcher {
                 slice: index.loop_slice(class)?,
                 looping: state,
                 excepted: Vec::new(),
+                excepted_bytes: 0,
             });
         }
         // A loop entered by some byte of the loop (the first of a few bytes tried that
@@ -383,11 +371,13 @@ impl Matcher {
         }
         let trie = index.trie();
         let mut excepted = Vec::new();
+        let mut excepted_bytes = 0u128;
         let mut position = 1;
         while position < trie.nodes().len() {
             let node = &trie.nodes()[position];
             if exceptions & grail_vocab::byte_bit(node.byte) != 0 && node.byte < 0x80 {
                 excepted.push(position);
+                excepted_bytes |= 1 << node.byte;
             }
             position += node.subtree_len as usize;
         }
@@ -395,6 +385,7 @@ impl Matcher {
             slice: index.loop_slice(class)?,
             looping,
             excepted,
+            excepted_bytes,
         })
     }
 

@@ -40,7 +40,11 @@ const fn json_string_body_class() -> u128 {
 pub struct LoopSlice {
     class: u128,
     words: Box<[u32]>,
+    /// Grouped by their byte (in trie order within a group), so that a walk looks up
+    /// once per byte whether its exits are dead.
     exits: Box<[ExitNode]>,
+    /// Each byte's group of `exits`: the byte and the group's range.
+    exit_groups: Box<[(u8, u32, u32)]>,
 }
 
 /// An exit of a [`LoopSlice`]: a trie node, with what a walk of it and its subtree needs
@@ -57,6 +61,8 @@ pub struct ExitNode {
     /// state skips the exit without reading the trie (a JSON string's exits are four
     /// fifths line breaks, which no string takes).
     pub byte: u8,
+    /// The first byte of its tokens (the root child it is below).
+    pub first_byte: u8,
 }
 
 impl LoopSlice {
@@ -73,12 +79,16 @@ impl LoopSlice {
         let non_ascii = class >> 127 == 1;
         let mut words = vec![0u32; mask_words];
         let mut exits = Vec::new();
+        let mut first_byte = 0;
         // The UTF-8 phase after each depth of the current path (the root: between
         // characters).
         let mut phases: Vec<usize> = vec![0];
         let mut position = 1;
         while position < nodes.len() {
             let node = &nodes[position];
+            if node.depth == 1 {
+                first_byte = node.byte;
+            }
             phases.truncate(node.depth as usize);
             let phase = *phases.last().expect("the root is on the path");
             let byte_in_class = if node.byte < 0x80 {
@@ -106,6 +116,7 @@ impl LoopSlice {
                         end: (position + node.subtree_len as usize) as u32,
                         depth: node.depth,
                         byte: node.byte,
+                        first_byte,
                     });
                     position += node.subtree_len as usize;
                 }
@@ -114,10 +125,20 @@ impl LoopSlice {
                 _ => position += node.subtree_len as usize,
             }
         }
+        exits.sort_by_key(|exit| exit.byte);
+        let exit_groups = exits
+            .chunk_by(|a, b| a.byte == b.byte)
+            .scan(0u32, |start, group| {
+                let range = (group[0].byte, *start, *start + group.len() as u32);
+                *start = range.2;
+                Some(range)
+            })
+            .collect();
         LoopSlice {
             class,
             words: words.into_boxed_slice(),
             exits: exits.into_boxed_slice(),
+            exit_groups,
         }
     }
 
@@ -131,15 +152,24 @@ impl LoopSlice {
         &self.words
     }
 
-    /// The exits (in trie order): each is walked with its own byte from the looping
-    /// state.
+    /// The exits, grouped by their byte (in trie order within a group): each is walked
+    /// with its own byte from the looping state.
     pub fn exits(&self) -> &[ExitNode] {
         &self.exits
     }
 
+    /// The exits by byte: each byte with its exits (in trie order).
+    pub fn exits_by_byte(&self) -> impl Iterator<Item = (u8, &[ExitNode])> {
+        self.exit_groups
+            .iter()
+            .map(|&(byte, start, end)| (byte, &self.exits[start as usize..end as usize]))
+    }
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.words.len() * 4 + self.exits.len() * std::mem::size_of::<ExitNode>()
+        self.words.len() * 4
+            + self.exits.len() * std::mem::size_of::<ExitNode>()
+            + self.exit_groups.len() * std::mem::size_of::<(u8, u32, u32)>()
     }
 }
 
@@ -204,6 +234,12 @@ mod tests {
             exit_paths(&trie, &slice),
             vec![b"\"".to_vec(), b"a\"".to_vec(), vec![0xFF]]
         );
+        // Grouped by their byte, each knowing the first byte of its tokens.
+        let groups: Vec<(u8, Vec<u8>)> = slice
+            .exits_by_byte()
+            .map(|(byte, exits)| (byte, exits.iter().map(|exit| exit.first_byte).collect()))
+            .collect();
+        assert_eq!(groups, vec![(b'"', vec![b'"', b'a']), (0xFF, vec![0xFF])]);
         // Without characters past ASCII in the class, they are exits too.
         let ascii = LoopSlice::new(&trie, byte_bit(b'a') | byte_bit(b'b'), 1);
         assert_eq!(ids(ascii.words()), vec![0, 8]);
