@@ -763,8 +763,11 @@ impl Matcher {
         }
         // Frontier nodes grouped by (state, byte, slot map), escape nodes by group: each
         // in trie order.
-        frontier_nodes.sort_unstable();
-        escape_nodes.sort_unstable();
+        // (Stable sorts: walks meet nodes in runs already in order, one run per range or
+        // group of a slice's exits, and a stable sort merges runs where an unstable one
+        // sorts afresh. Every entry differs, so both give the same order.)
+        frontier_nodes.sort();
+        escape_nodes.sort();
     }
 }
 
