@@ -54,13 +54,14 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 const MAX_STATES: usize = 16_384;
 
 /// States a step cache has room for from its first (see `StepCache::intern`): an open
-/// object's first key step learns about 200 (Github_easy o57450: 186), and a document of
-/// a schema with many keys a thousand or two. Each doubling past it copies every state
-/// (and rehashes every key) inside one mask: with room for 256, three doublings of
-/// Github_hard o33027's document added 6% to the masks they fell in. Address space until
-/// written, about 0.5 MB. (The transition table grows by chunks instead: see
-/// [`TransitionTable`].)
-const INITIAL_STATES: usize = 2048;
+/// object's first key step learns about 200 (Github_easy o57450: 186), and a cold document
+/// of a schema with many keys a thousand or two (o33027: 2,331). Each doubling past it copies
+/// every state (and rehashes every key) inside one mask: with room for 256, three
+/// doublings of Github_hard o33027's document added 6% to the masks they fell in; with
+/// room for 2048, its one doubling (about 330 KB copied, into fresh pages) made a mask at
+/// a key 20–30 µs slower. Address space until written, about 3 MB here (and a 16 KB
+/// index). (The transition table grows by chunks instead: see [`TransitionTable`].)
+const INITIAL_STATES: usize = 8192;
 
 /// Most bytes of remembered trie walks per matcher family.
 const MAX_WALK_BYTES: usize = 64 << 20;
