@@ -20,6 +20,7 @@
 //! assert!(matcher.accept_str("!").is_err());
 //! ```
 
+mod chunked_vec;
 mod compile;
 mod counted;
 mod error;

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use grail_vocab::{or_words, set_ids};
 use rustc_hash::FxHashMap;
 
+use crate::chunked_vec::ChunkedVec;
 use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::loop_items::widest_loop_item_class;
 use crate::matcher::{edge_intersects, edge_matches};
@@ -53,14 +54,17 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 /// 16 MB at the cap.
 const MAX_STATES: usize = 16_384;
 
-/// States a step cache has room for from its first (see `StepCache::intern`): an open
-/// object's first key step learns about 200 (Github_easy o57450: 186), and a cold document
-/// of a schema with many keys a thousand or two (o33027: 2,331). Each doubling past it copies
-/// every state (and rehashes every key) inside one mask: with room for 256, three
-/// doublings of Github_hard o33027's document added 6% to the masks they fell in; with
-/// room for 2048, its one doubling (about 330 KB copied, into fresh pages) made a mask at
-/// a key 20–30 µs slower. Address space until written, about 3 MB here (and a 16 KB
-/// index). (The transition table grows by chunks instead: see [`TransitionTable`].)
+/// States a step cache makes room for when it first needs any (see `StepCache::intern`):
+/// an open object's first key step learns about 200 (Github_easy o57450: 186), and a cold
+/// document of a schema with many keys a thousand or two (Github_hard o33027: 2,331).
+/// What walks read at every node stays in plain vectors (the loop facts, the summaries)
+/// given that room at once, with the index; the rest is chunked (`ChunkedVec`). Vectors
+/// that doubled from one state (a matcher's cache is a copy with no room to spare once
+/// it is shared, as it is from its first state) copied every state inside a mask, past
+/// 64 KB into memory new to the process: in o33027's cold document the last doubling made
+/// a mask at a key 300–500 µs slower in a process's first run (a transparent huge page
+/// fault). Address space until written, about 1 MB here.
+/// (The transition table grows by chunks too: see [`TransitionTable`].)
 const INITIAL_STATES: usize = 8192;
 
 /// Most bytes of remembered trie walks per matcher family.
@@ -371,11 +375,11 @@ pub(crate) struct CountedView {
 /// Interned states and the transitions between them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StepCache {
-    states: Vec<StateData>,
+    states: ChunkedVec<StateData>,
     index: FxHashMap<Box<[u32]>, StateId>,
     /// Per state and byte: a marker, or an index into `results`.
     transitions: TransitionTable,
-    results: Vec<Transition>,
+    results: ChunkedVec<Transition>,
     /// The summary of each of `results`, dense so walks stay in cache.
     summaries: Vec<TransitionSummary>,
     /// Remembered walks by start state and trie range (first and end node).
@@ -385,7 +389,7 @@ pub(crate) struct StepCache {
     /// `Matcher::loops_on`).
     loops: Vec<LoopFacts>,
     /// Per state, its view as a twin loop with a count, if it has one.
-    counted_views: Vec<Option<CountedView>>,
+    counted_views: ChunkedVec<Option<CountedView>>,
 }
 
 impl StepCache {
@@ -413,15 +417,12 @@ impl StepCache {
         if self.states.len() >= MAX_STATES {
             return NO_STATE;
         }
-        if self.states.is_empty() {
-            // Room for the states a first mask or two learn, so the tables do not grow
-            // (copying themselves) state by state then.
-            self.states.reserve(INITIAL_STATES);
-            self.index.reserve(INITIAL_STATES);
-            self.loops.reserve(INITIAL_STATES);
-            self.counted_views.reserve(INITIAL_STATES);
-            self.results.reserve(INITIAL_STATES * 2);
-            self.summaries.reserve(INITIAL_STATES * 2);
+        if self.loops.len() == self.loops.capacity() {
+            // Room for the states a document learns (see `INITIAL_STATES`), rather than
+            // doubling from one state; the other records are chunked.
+            let room = self.loops.len().max(INITIAL_STATES);
+            self.loops.reserve(room);
+            self.index.reserve(room);
         }
         let state = self.states.len() as StateId;
         self.states.push(StateData {
@@ -521,6 +522,11 @@ impl StepCache {
         byte: u8,
         transition: Transition,
     ) {
+        if self.summaries.len() == self.summaries.capacity() {
+            // Two transitions a state, about (see `intern`): 64 KB of summaries.
+            self.summaries
+                .reserve(self.summaries.len().max(INITIAL_STATES * 2));
+        }
         let index = self.results.len() as u32;
         let target_counted = self
             .counted_views
