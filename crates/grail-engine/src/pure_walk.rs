@@ -210,7 +210,23 @@ impl Matcher {
             Some(walk) => walk,
             None => {
                 let slice = self.loop_slice_for(index, state, frames, range);
-                let mut ids = TokenIds::new(words.len());
+                let mut ids = match &slice {
+                    // The slice less the tokens under the excepted bytes (walked below, which
+                    // adds those they accept): the walk sets its tokens in these words at
+                    // once (the excepted subtrees of a key start accept thousands, which a
+                    // list would gather, growing, and then set).
+                    Some(start) if !start.excepted.is_empty() => {
+                        let trie = index.trie();
+                        let mut words = start.slice.words().to_vec();
+                        for &root_child in &start.excepted {
+                            for &id in trie.subtree_tokens(root_child) {
+                                words[id as usize / 32] &= !(1 << (id % 32));
+                            }
+                        }
+                        TokenIds::in_words(words)
+                    }
+                    _ => TokenIds::new(words.len()),
+                };
                 let (frontier, escapes) = match &slice {
                     // The slice's tokens at once, and the walk only where tokens leave it:
                     // from the state at the root, from the loop below it; the subtrees of
@@ -281,18 +297,8 @@ impl Matcher {
                     None => self.record_walk(index, &mut ids, state, frames, &[range], words.len()),
                 };
                 let tokens = match slice {
-                    Some(start) if !start.excepted.is_empty() => {
-                        // The slice less the tokens under the excepted bytes (walked above).
-                        let trie = index.trie();
-                        let mut words = start.slice.words().to_vec();
-                        for &root_child in &start.excepted {
-                            for &id in trie.subtree_tokens(root_child) {
-                                words[id as usize / 32] &= !(1 << (id % 32));
-                            }
-                        }
-                        ids.set_in(&mut words);
-                        WalkTokens::Words(words.into_boxed_slice())
-                    }
+                    // Its words hold the slice's tokens already.
+                    Some(start) if !start.excepted.is_empty() => ids.into_walk_tokens(None),
                     Some(start) => ids.into_walk_tokens(Some(start.slice)),
                     None => ids.into_walk_tokens(None),
                 };
@@ -852,11 +858,12 @@ impl TokenIds {
         }
     }
 
-    /// Sets these tokens in a mask's words.
-    pub(crate) fn set_in(&self, words: &mut [u32]) {
-        match &self.words {
-            Some(own) => or_words(words, own),
-            None => set_ids(words, &self.ids),
+    /// These tokens in `words` (a mask's words) from the start: tokens added are set there.
+    pub(crate) fn in_words(words: Vec<u32>) -> TokenIds {
+        TokenIds {
+            ids: Vec::new(),
+            mask_words: words.len(),
+            words: Some(words),
         }
     }
 
