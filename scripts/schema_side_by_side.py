@@ -62,7 +62,10 @@ move), so a schema's two engines measured once may fall in different phases; rou
 over the sitting alike. Ratios are Grail / llguidance (below 1: Grail is
 faster). The summary gives the geometric means of the per-schema median and p99 ratios over the
 schemas where every document token was in both engines' masks, and the schemas where Grail's p99
-is above llguidance's. The machine is shared and noisy: compare runs made together.
+is above llguidance's. With --rounds N it also gives them paired by round: per schema, the median over
+rounds of the round's p99 ratio (each engine's run of the round chosen as above), which compares the
+two engines in the same phase of the machine; the pooled figures compare each engine's best phase.
+The machine is shared and noisy: compare runs made together.
 """
 import argparse
 import gzip
@@ -420,6 +423,33 @@ def summary(result, first_run_only=False):
     }
 
 
+def round_results(result, runs_per_round):
+    """One engine's merged results split back into rounds (runs are numbered on across rounds, each
+    round's from 0 + its offset: see merge_rounds), each a result of its own runs."""
+    if not result or not result.get("runs"):
+        return []
+    rounds = {}
+    for run in result["runs"]:
+        rounds.setdefault(run.get("run", 0) // runs_per_round, []).append(run)
+    return [dict(result, runs=runs) for _, runs in sorted(rounds.items())]
+
+
+def paired_p99_ratio(grail_result, llguidance_result, runs_per_round, first_run_only=False):
+    """The median over rounds of the round's p99 ratio (each engine's run of the round chosen as
+    `summary` does), or None without a round that both engines completed. The two engines of a round
+    are measured back to back, seconds apart, so a phase of the machine's speed (which drifts by up to a
+    half for minutes) weighs on both alike; pooling every round's runs instead lets each engine's best
+    phase be compared with the other's."""
+    ratios = []
+    for grail_round, llguidance_round in zip(round_results(grail_result, runs_per_round),
+                                             round_results(llguidance_result, runs_per_round)):
+        g = summary(grail_round, first_run_only=first_run_only)
+        l = summary(llguidance_round)
+        if g and l and l["p99"]:
+            ratios.append(g["p99"] / l["p99"])
+    return statistics.median(ratios) if ratios else None
+
+
 def merge_rounds(earlier, later):
     """One engine's results of two rounds of a schema as one: the later round's runs appended
     (numbered after the earlier ones, so the first run stays the first round's) and the compile
@@ -629,6 +659,7 @@ def report(args, llg_version, chosen, results, skipped, disagreements, short):
               "median ratio | p99 ratio | grail compile ms | llg compile ms | all tokens in grail mask | all tokens in llg mask |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         median_ratios, p99_ratios, above, unclean = [], [], [], []
+        paired_ratios, paired_above = [], []
         for case in chosen:
             grail_result, llguidance_result = results[case["id"]]
             g = summary(grail_result, first_run_only=args.grail_run == "first")
@@ -640,6 +671,12 @@ def report(args, llg_version, chosen, results, skipped, disagreements, short):
                 p99_ratios.append(ratio_p99)
                 if g["p99"] > l["p99"]:
                     above.append((case["id"], g["p99"], l["p99"]))
+                paired = paired_p99_ratio(grail_result, llguidance_result, args.runs,
+                                          first_run_only=args.grail_run == "first")
+                if paired is not None:
+                    paired_ratios.append(paired)
+                    if paired > 1:
+                        paired_above.append((case["id"], paired))
             else:
                 unclean.append(case["id"])
             print(f"| {case['id']} | {case['tokens']} | {cell(g and g['median'], 2)} | {cell(g and g['p99'])} | "
@@ -649,6 +686,9 @@ def report(args, llg_version, chosen, results, skipped, disagreements, short):
         gm_median, gm_p99 = geomean(median_ratios), geomean(p99_ratios)
         totals.update({"clean": len(median_ratios), "geomean_median_ratio": gm_median, "geomean_p99_ratio": gm_p99,
                        "grail_p99_above": [a[0] for a in above], "not_clean": unclean})
+        if args.rounds > 1:
+            totals.update({"paired_geomean_p99_ratio": geomean(paired_ratios),
+                           "paired_grail_p99_above": [a[0] for a in paired_above]})
         print()
         print(f"- schemas measured: {len(chosen)}; with every document token in both engines' masks (and an accepting "
               f"end): {len(median_ratios)}" + (f"; NOT clean, left out of the means: {', '.join(unclean)}" if unclean else ""))
@@ -656,6 +696,10 @@ def report(args, llg_version, chosen, results, skipped, disagreements, short):
         print(f"- geometric mean of the per-schema p99 ratios: {cell(gm_p99, 3)} (goal ≤ 0.5)")
         print(f"- schemas where Grail's p99 is above llguidance's: {len(above)} (goal 0)"
               + "".join(f"\n  - {name}: {gp:,.1f} µs > {lp:,.1f} µs" for name, gp, lp in above))
+        if args.rounds > 1:
+            print(f"- paired by round (each round's p99 ratio, the two engines measured back to back; median over "
+                  f"the {args.rounds} rounds): geometric mean {cell(geomean(paired_ratios), 3)}; schemas above 1: "
+                  f"{len(paired_above)}" + "".join(f"\n  - {name}: {ratio:.3f}" for name, ratio in paired_above))
     reordered = [c["id"] for c in chosen if c.get("properties_reordered")]
     print(f"- schemas whose `properties` were put required-first for llguidance: {len(reordered)} of {len(chosen)}")
     if len(chosen) < args.count:
