@@ -250,8 +250,10 @@ impl Matcher {
                             exit.depth == 1 || start.looping == state
                         };
                         let cache = self.step_cache();
-                        // Split at their final sizes at most (slices have thousands of exits:
-                        // growing both lists by pushes copied them over and over).
+                        // The first list sized for every exit at most (slices have
+                        // thousands: growing it by pushes copied it over and over); the
+                        // deeper ones are the live exits alone (a JSON string's: a few
+                        // hundred).
                         let exits = start.slice.exits().len();
                         let mut first = Vec::with_capacity(exits + start.excepted.len());
                         let mut deeper = Vec::new();
