@@ -82,21 +82,19 @@ fn main() {
             }
         }
     };
-    let only_step: Option<usize> = std::env::var("COLD_MASKS_STEP").ok().map(|text| {
-        text.parse().unwrap_or_else(|_| {
-            eprintln!("COLD_MASKS_STEP must be a step number, not `{text}`");
-            std::process::exit(2)
+    let step_from_env = |name: &str| -> Option<usize> {
+        std::env::var(name).ok().map(|text| {
+            text.parse().unwrap_or_else(|_| {
+                eprintln!("{name} must be a step number, not `{text}`");
+                std::process::exit(2)
+            })
         })
-    });
+    };
+    let only_step = step_from_env("COLD_MASKS_STEP");
     // With COLD_MASKS_PROFILE_STEP=N every mask is filled, step N's through
     // `profiled_step_mask`, so `valgrind --tool=callgrind --toggle-collect='*profiled_step_mask*'`
     // counts that one mask as the whole document reaches it.
-    let profiled_step: Option<usize> = std::env::var("COLD_MASKS_PROFILE_STEP").ok().map(|text| {
-        text.parse().unwrap_or_else(|_| {
-            eprintln!("COLD_MASKS_PROFILE_STEP must be a step number, not `{text}`");
-            std::process::exit(2)
-        })
-    });
+    let profiled_step = step_from_env("COLD_MASKS_PROFILE_STEP");
     let mut mask = TokenBitmask::new(index.vocabulary().len());
     let mut step_times: Vec<Vec<f64>> = vec![Vec::new(); ids.len()];
     // FNV-1a over the first round's mask words.
