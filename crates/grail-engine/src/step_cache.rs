@@ -514,6 +514,24 @@ impl StepCache {
         self.transitions.fill_unknown_ascii(state, class, value);
     }
 
+    /// The ASCII bytes (bit `byte`) that take `state` the way `byte` does: every item
+    /// takes all of them or none. Computed here when no transition of the state has
+    /// computed the classes yet.
+    pub(crate) fn ascii_class_of(&self, graph: &GrammarGraph, state: StateId, byte: u8) -> u128 {
+        let data = &self.states[state as usize];
+        let find = |classes: &[u128]| {
+            classes
+                .iter()
+                .copied()
+                .find(|class| class >> byte & 1 == 1)
+                .unwrap_or(1 << byte)
+        };
+        match &data.ascii_classes {
+            Some(classes) => find(classes),
+            None => find(&ascii_classes(graph, &data.items)),
+        }
+    }
+
     /// Records a cacheable transition.
     pub(crate) fn record(
         &mut self,

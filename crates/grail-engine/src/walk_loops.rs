@@ -77,12 +77,34 @@ impl Matcher {
         if possible < min_bytes && !takes_non_ascii {
             return 0;
         }
-        for bit in (0..128u32).filter(|&bit| live >> bit & 1 == 1 || bit == 0 || bit == 127) {
-            if !self.loops_on(state, frames, 1 << bit) {
-                possible -= u32::from(bit != 127);
-                if possible < min_bytes && !takes_non_ascii {
-                    return 0;
-                }
+        // Past ASCII first: where those characters do not loop, the class is big by its
+        // ASCII bytes alone, so the search stops as soon as too few of them can loop.
+        let big_past_ascii = takes_non_ascii && self.loops_on(state, frames, 1 << 127);
+        if possible < min_bytes && !big_past_ascii {
+            return 0;
+        }
+        // Bit 0 stands for NUL and DEL (see `grail_vocab::byte_bit`).
+        let mut untried = live | 1;
+        while untried != 0 {
+            let bit = untried.trailing_zeros();
+            untried &= untried - 1;
+            if self.loops_on(state, frames, 1 << bit) {
+                continue;
+            }
+            possible -= 1;
+            // The ASCII bytes an item takes all or none of step alike: none of the
+            // others of this byte's class loops either (a key trie's free characters:
+            // one step learned, not ninety asked).
+            if bit != 0 {
+                let class = self
+                    .step_cache()
+                    .ascii_class_of(self.graph(), state, bit as u8)
+                    & !(1 | 1 << 127);
+                possible -= (untried & class).count_ones();
+                untried &= !class;
+            }
+            if possible < min_bytes && !big_past_ascii {
+                return 0;
             }
         }
         let facts = self.step_cache().loop_bytes(state);
@@ -228,10 +250,23 @@ impl Matcher {
             let bit = ascii.trailing_zeros();
             ascii &= ascii - 1;
             let bytes: &[u8] = if bit == 0 { &[0, 0x7F] } else { &[bit as u8] };
-            for &byte in bytes {
-                if self.step_to_state(state, frames, byte) != Some(target) {
-                    exceptions |= 1 << bit;
+            let enters = bytes
+                .iter()
+                .all(|&byte| self.step_to_state(state, frames, byte) == Some(target));
+            // The other bytes of its class (which every item takes all or none of) step
+            // the same way.
+            let alike = match bit {
+                0 => 1,
+                _ => {
+                    let same = self
+                        .step_cache()
+                        .ascii_class_of(self.graph(), state, bit as u8);
+                    (same & ascii & !(1 | 1 << 127)) | 1 << bit
                 }
+            };
+            ascii &= !alike;
+            if !enters {
+                exceptions |= alike;
             }
         }
         (class >> 127 == 0 || self.steps_on_non_ascii_to(state, frames, target))
@@ -261,5 +296,104 @@ impl Matcher {
             && self
                 .step_to_state(state, frames, 0xC3)
                 .is_some_and(|middle| self.step_to_state(middle, frames, 0xA9) == Some(target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::CompiledGrammar;
+    use crate::matcher::Matcher;
+    use crate::step_cache::StateId;
+
+    /// A matcher of `source` compiled afresh (matchers of one compiled grammar share what
+    /// they learn), after `prefix`, with its state and frames.
+    fn matcher_after(source: &str, prefix: &[u8]) -> (Matcher, StateId, Vec<u32>) {
+        let grammar = CompiledGrammar::from_gbnf(source).expect("the grammar compiles");
+        let mut matcher = Matcher::new(&grammar);
+        for &byte in prefix {
+            assert!(
+                matches!(matcher.step_byte(byte), Ok(true)),
+                "the prefix matches"
+            );
+        }
+        let mut frames = Vec::new();
+        let state = matcher
+            .current_state(&mut frames)
+            .expect("the prefix's step is a cached state");
+        (matcher, state, frames)
+    }
+
+    /// A key that is one of some names or any other string (a declared and an undeclared
+    /// property), and a string of any characters but a few.
+    const KEYS: &str = concat!(
+        r#"root ::= "{\"" ("name" | "size" | ([a-z0-9 ] | [^"\\\x00-\x1F])+) "\": 1}""#,
+        "\n"
+    );
+    const STRING: &str = "root ::= \"\\\"\" [^\"\\\\q\\x00-\\x1F]* \"\\\"\"\n";
+
+    /// Closed loop classes found a byte class at a time (a byte's class-mates step as it
+    /// does) equal those found by asking every byte on its own, in a matcher that has
+    /// learned nothing else; and with a minimum size, the class is that one or empty.
+    #[test]
+    fn loop_classes_found_by_byte_class_are_those_found_byte_by_byte() {
+        for (source, prefix) in [
+            (KEYS, &b"{\""[..]),
+            (KEYS, b"{\"n"),
+            (KEYS, b"{\"x"),
+            (KEYS, b"{\"x\xC3\xA9"),
+            (STRING, b"\""),
+            (STRING, b"\"ab"),
+        ] {
+            let (mut matcher, state, frames) = matcher_after(source, prefix);
+            let class = matcher.closed_loop_class(state, &frames, 0);
+            let (mut each, state, frames) = matcher_after(source, prefix);
+            let mut by_byte = 0u128;
+            for bit in 0..128 {
+                if each.loops_on(state, &frames, 1 << bit) {
+                    by_byte |= 1 << bit;
+                }
+            }
+            let escaping = each.step_cache().loop_bytes(state).escaping;
+            assert_eq!(class, by_byte & !escaping, "after {prefix:?}");
+            let (mut bounded, state, frames) = matcher_after(source, prefix);
+            let at_least_32 = bounded.closed_loop_class(state, &frames, 32);
+            assert!(at_least_32 == 0 || at_least_32 == class, "after {prefix:?}");
+        }
+    }
+
+    /// The bytes of a loop's class that do not take a state into the loop, found a byte
+    /// class at a time, are those found by trying every byte.
+    #[test]
+    fn bytes_not_entering_a_loop_by_byte_class_are_those_byte_by_byte() {
+        for (source, prefix, into) in [(KEYS, &b"{\""[..], b'x'), (STRING, b"\"", b'a')] {
+            let (mut matcher, state, frames) = matcher_after(source, prefix);
+            let looping = matcher
+                .step_to_state(state, &frames, into)
+                .expect("the byte enters the loop");
+            let class = matcher.closed_loop_class(looping, &frames, 0);
+            assert!(class.count_ones() > 32, "after {prefix:?}: a big loop");
+            let exceptions = matcher
+                .bytes_not_entering(state, &frames, looping, class)
+                .expect("characters past ASCII enter the loop");
+            // Byte by byte, in a matcher of its own (its states numbered as it learns).
+            let (mut each, state, frames) = matcher_after(source, prefix);
+            let looping = each.step_to_state(state, &frames, into);
+            let mut by_byte = 0u128;
+            for bit in 0..127u32 {
+                if class >> bit & 1 == 0 {
+                    continue;
+                }
+                let bytes: &[u8] = if bit == 0 { &[0, 0x7F] } else { &[bit as u8] };
+                if bytes
+                    .iter()
+                    .any(|&byte| each.step_to_state(state, &frames, byte) != looping)
+                {
+                    by_byte |= 1 << bit;
+                }
+            }
+            assert_eq!(exceptions, by_byte, "after {prefix:?}");
+            // The keys' first letters and the string's all lead elsewhere or in.
+            assert_eq!(exceptions != 0, source == KEYS, "after {prefix:?}");
+        }
     }
 }
