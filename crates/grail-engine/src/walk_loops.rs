@@ -56,8 +56,9 @@ impl Matcher {
 
     /// The bytes (as [`grail_vocab::byte_bit`] bits) that take `state` back to itself
     /// without returning to any caller outside it: the class a walk from `state` may take
-    /// the loop slice of (`grail_vocab::LoopSlice`). Learns what it must of every live
-    /// byte; empty when the state is inside a character.
+    /// the loop slice of (`grail_vocab::LoopSlice`); empty when it cannot be big enough
+    /// for one (fewer than `min_bytes` ASCII bytes, and not the characters past ASCII) or
+    /// the state is inside a character. Learns what it must of each class of live bytes.
     pub(crate) fn closed_loop_class(
         &mut self,
         state: StateId,
