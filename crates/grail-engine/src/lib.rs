@@ -40,6 +40,8 @@ mod ranges;
 mod sample;
 mod step_cache;
 mod step_description;
+#[cfg(test)]
+mod test_support;
 mod transition_table;
 mod utf8;
 mod walk_buffers;
