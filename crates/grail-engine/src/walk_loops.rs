@@ -92,24 +92,32 @@ impl Matcher {
             if self.loops_on(state, frames, 1 << bit) {
                 continue;
             }
-            possible -= 1;
-            // The ASCII bytes an item takes all or none of step alike: none of the
-            // others of this byte's class loops either (a key trie's free characters:
-            // one step learned, not ninety asked).
-            if bit != 0 {
-                let class = self
-                    .step_cache()
-                    .ascii_class_of(self.graph(), state, bit as u8)
-                    & !(1 | 1 << 127);
-                possible -= (untried & class).count_ones();
-                untried &= !class;
-            }
+            // None of the others of its class loops either (a key trie's free
+            // characters: one step learned, not ninety asked).
+            let class = self.class_mates(state, bit);
+            possible -= 1 + (untried & class).count_ones();
+            untried &= !class;
             if possible < min_bytes && !big_past_ascii {
                 return 0;
             }
         }
         let facts = self.step_cache().loop_bytes(state);
         facts.loops & !facts.escaping
+    }
+
+    /// The bytes ([`grail_vocab::byte_bit`] bits) that step from `state` as the one of
+    /// `bit` does: for an ASCII byte, its class (the bytes every item of the state takes
+    /// all or none of); bit 0 (NUL and DEL) and bit 127 (past ASCII) alone.
+    fn class_mates(&self, state: StateId, bit: u32) -> u128 {
+        match bit {
+            0 | 127 => 1 << bit,
+            _ => {
+                let class = self
+                    .step_cache()
+                    .ascii_class_of(self.graph(), state, bit as u8);
+                (class & !(1 | 1 << 127)) | 1 << bit
+            }
+        }
     }
 
     /// When `byte` takes `state` back to itself (every frame in its slot, no calls):
@@ -254,17 +262,8 @@ impl Matcher {
             let enters = bytes
                 .iter()
                 .all(|&byte| self.step_to_state(state, frames, byte) == Some(target));
-            // The other bytes of its class (which every item takes all or none of) step
-            // the same way.
-            let alike = match bit {
-                0 => 1,
-                _ => {
-                    let same = self
-                        .step_cache()
-                        .ascii_class_of(self.graph(), state, bit as u8);
-                    (same & ascii & !(1 | 1 << 127)) | 1 << bit
-                }
-            };
+            // The other bytes of its class step the same way.
+            let alike = self.class_mates(state, bit) & (ascii | 1 << bit);
             ascii &= !alike;
             if !enters {
                 exceptions |= alike;
