@@ -31,6 +31,7 @@ use crate::step_description::{
 use crate::utf8::{Partial, Step};
 use crate::walk_buffers::WalkBufferPool;
 
+pub(crate) mod literal_run;
 mod regular_transition;
 
 /// No link: the end of a frame's caller list.

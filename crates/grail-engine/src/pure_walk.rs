@@ -16,6 +16,7 @@ use std::sync::Arc;
 use grail_vocab::{VocabularyIndex, or_words, set_ids};
 
 use crate::matcher::Matcher;
+use crate::matcher::literal_run::LiteralRunEnd;
 use crate::step_cache::{
     DEAD, EscapeGroup, FrontierGroup, NEVER_CACHEABLE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN,
     WalkTokens,
@@ -735,6 +736,33 @@ impl Matcher {
                 };
                 if target_viable {
                     sink.add(trie.tokens_at(node));
+                }
+                // A literal run (a key name, an enum value): followed down the trie
+                // without a state per character (`matcher/literal_run.rs`).
+                if node.subtree_len > 1
+                    && count == UNCOUNTED
+                    && self.step_cache().starts_literal_run(target)
+                {
+                    learn_frames.clear();
+                    learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));
+                    match self.walk_literal_run(trie, sink, target, learn_frames, position) {
+                        LiteralRunEnd::NotTaken => {}
+                        LiteralRunEnd::Walked => {
+                            position += node.subtree_len as usize;
+                            continue;
+                        }
+                        LiteralRunEnd::Resume { at, last, dead_end } => {
+                            // One path entry per depth down to `at`: the start, the dead
+                            // end between (children off the run), the run's last state.
+                            path.push((target, child, Partial::NONE, UNCOUNTED));
+                            for _ in node.depth + 1..nodes[at].depth {
+                                path.push((dead_end, child, Partial::NONE, UNCOUNTED));
+                            }
+                            path.push((last, child, Partial::NONE, UNCOUNTED));
+                            position = at + 1;
+                            continue;
+                        }
+                    }
                 }
                 // A subtree whose bytes an item of the target loops on (`loop_items.rs`),
                 // however small: every token in it is accepted, without visiting its nodes

@@ -390,6 +390,12 @@ pub(crate) struct StepCache {
     loops: Vec<LoopFacts>,
     /// Per state, its view as a twin loop with a count, if it has one.
     counted_views: ChunkedVec<Option<CountedView>>,
+    /// Per state, whether it starts a literal run ([`starts_literal_run`]): walks go
+    /// down such runs without learning a state per character (`matcher/literal_run.rs`).
+    literal_starts: Vec<bool>,
+    /// The state with no items that cannot end: every byte is dead from it. Made when a
+    /// walk first needs it, to stand for the positions inside a literal run.
+    dead_end: Option<StateId>,
 }
 
 impl StepCache {
@@ -422,6 +428,7 @@ impl StepCache {
             // doubling from one state; the other records are chunked.
             let room = self.loops.len().max(INITIAL_STATES);
             self.loops.reserve(room);
+            self.literal_starts.reserve(room);
             self.index.reserve(room);
         }
         let state = self.states.len() as StateId;
@@ -434,6 +441,7 @@ impl StepCache {
         });
         self.index.insert(key.into(), state);
         self.loops.push(LoopFacts::default());
+        self.literal_starts.push(starts_literal_run(graph, items));
         self.counted_views.push(None);
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
@@ -449,6 +457,30 @@ impl StepCache {
                     loops: None,
                 });
             }
+        }
+        state
+    }
+
+    /// Whether there is room for `count` more states.
+    pub(crate) fn has_room_for(&self, count: usize) -> bool {
+        self.states.len() + count <= MAX_STATES
+    }
+
+    /// Whether `state` starts a literal run ([`starts_literal_run`]).
+    pub(crate) fn starts_literal_run(&self, state: StateId) -> bool {
+        self.literal_starts[state as usize]
+    }
+
+    /// The state with no items that cannot end (every byte dead from it), interned on
+    /// first need; `NO_STATE` when the cache is full.
+    pub(crate) fn dead_end(&mut self, graph: &GrammarGraph) -> StateId {
+        if let Some(state) = self.dead_end {
+            return state;
+        }
+        // The key `describe_step` gives a step with no items that is not accepting.
+        let state = self.intern(graph, &[0, 0], &[], false);
+        if state != NO_STATE {
+            self.dead_end = Some(state);
         }
         state
     }
@@ -596,6 +628,29 @@ impl StepCache {
     pub(crate) fn state(&self, state: StateId) -> &StateData {
         &self.states[state as usize]
     }
+}
+
+/// Whether a state of `items` starts a literal run: it holds one item, at an ASCII
+/// character (not inside one) whose next node is another ASCII character that can
+/// complete its rule. The byte of its character then takes it to the one item at that
+/// next node in the same frame (a plain transition to a viable state), and so on down
+/// the run: walks follow such runs through the trie without learning those states.
+fn starts_literal_run(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> bool {
+    let &[(node, partial, _)] = items else {
+        return false;
+    };
+    partial.is_none()
+        && matches!(
+            graph.nodes[node as usize],
+            Node::Char { code_point, next } if code_point < 0x80 && continues_literal_run(graph, next)
+        )
+}
+
+/// Whether `node` goes on with a literal run: an ASCII character that can complete its
+/// rule.
+pub(crate) fn continues_literal_run(graph: &GrammarGraph, node: NodeId) -> bool {
+    matches!(graph.nodes[node as usize], Node::Char { code_point, .. } if code_point < 0x80)
+        && graph.is_productive(node)
 }
 
 /// The bytes some item can take (complete a character it accepts, or stay inside one it

@@ -519,6 +519,42 @@ proptest! {
         check_walk_after(&grammar, seed, strings_vocabulary(&units, 2), 12, b"\"")?;
     }
 
+    /// Literal runs (key names, enum values) are walked down the trie without a state per
+    /// character, standing in for the positions inside a run by a state where every byte
+    /// is dead: masks must still equal brute force where tokens end inside a run, run
+    /// past its end, turn off it onto a byte the run takes elsewhere, meet a run inside a
+    /// called rule, a recursive one, one that cannot complete, one of a bounded
+    /// repetition's copies, one next to a character past ASCII, and one that ends where
+    /// the grammar may end.
+    #[test]
+    fn masks_equal_brute_force_along_literal_runs(seed in any::<u64>(), which in 0usize..7) {
+        let grammars = [
+            r#"root ::= ( "{\"" ( "aabab" | "babba" | "bab" ) "\":" ( "abba" | "b" ) "}" )+"#,
+            "root ::= item ( \",\" item )*\nitem ::= \"abba\" | \"baab\" | \"aaab\" ( \",\" item )?",
+            "root ::= \"ab\" root \"ba\" | \"x\"",
+            "root ::= \"abab\" \"ba\" dead | \"aabb\" | \"abba\"\ndead ::= \"x\" dead",
+            r#"root ::= ( "ab" ){2,4} "b" | "a"{3,7} "x""#,
+            "root ::= \"aé\" \"ab\" | \"abé\" | \"ba\" [ab]+ \"x\"",
+            "root ::= \"abab\" | \"ab\" | \"aab\" root",
+        ];
+        let grammar = CompiledGrammar::from_gbnf(grammars[which])
+            .unwrap_or_else(|error| panic!("grammar {which}: {error:?}"));
+        let units: [&[u8]; 8] = [b"a", b"b", b"x", b"\"", b"{", b"}", b":", b","];
+        let mut tokens = strings_over(&units, 2);
+        // Every run of up to five of a and b (siblings on the byte a run takes
+        // elsewhere), some longer ones, and a few past ASCII.
+        tokens.extend(strings_over(&[b"a", b"b"], 5).into_iter().filter(|token| token.len() > 2));
+        for extra in ["abbab\":", "aabab\":abba}", "babbab", "é", "aé", "éab", "abé"] {
+            tokens.push(extra.as_bytes().to_vec());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let vocabulary = with_end_of_generation("literals", tokens);
+        check_walk_with(&grammar, seed, vocabulary.clone(), 12)?;
+        // A second matcher starts from what the first learned.
+        check_walk_with(&grammar, seed.rotate_left(17), vocabulary, 12)?;
+    }
+
     /// Strings searched for a needle (as a JSON Schema `pattern` without anchors is
     /// compiled): the free run's class loops inside every state of the search while the
     /// needle's letters move the state on, so walks take subtrees by that looping item
