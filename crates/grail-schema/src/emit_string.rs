@@ -336,6 +336,23 @@ impl Converter<'_> {
         if let Some(tail) = self.string_tails.get(children) {
             return tail.clone();
         }
+        let body = self.string_tail_body(children);
+        let mut name = String::from("string-tail");
+        if !children.is_empty()
+            && children.len() <= 8
+            && children.iter().all(char::is_ascii_alphanumeric)
+        {
+            name.push_str("-not-");
+            name.extend(children);
+        }
+        let tail = self.wrap_rule(body, name);
+        self.string_tails.insert(children.to_vec(), tail.clone());
+        tail
+    }
+
+    /// What [`Converter::string_tail`] names: `([plain others] | canonical-escape)
+    /// canonical-char* "\""`.
+    fn string_tail_body(&mut self, children: &[char]) -> Expr {
         let any = self.primitive(Primitive::CanonicalChar);
         let first = if children
             .iter()
@@ -363,18 +380,7 @@ impl Converter<'_> {
                 true,
             ))
         };
-        let body = Expr::sequence([first, any.zero_or_more(), Expr::literal("\"")]);
-        let mut name = String::from("string-tail");
-        if !children.is_empty()
-            && children.len() <= 8
-            && children.iter().all(char::is_ascii_alphanumeric)
-        {
-            name.push_str("-not-");
-            name.extend(children);
-        }
-        let tail = self.wrap_rule(body, name);
-        self.string_tails.insert(children.to_vec(), tail.clone());
-        tail
+        Expr::sequence([first, any.zero_or_more(), Expr::literal("\"")])
     }
 
     /// Any string in canonical encoding except the given ones, closing quote included: a
@@ -400,8 +406,31 @@ impl Converter<'_> {
         for text in excluded {
             trie.insert(text.as_ref());
         }
-        trie.expr(self, name, 0)
+        let tails = if trie.node_count() <= MAX_TRIE_NODES_WITH_OWN_TAILS {
+            Tails::Own
+        } else {
+            Tails::Shared
+        };
+        trie.expr(self, name, 0, tails)
     }
+}
+
+/// Tries of at most this many nodes (the names of a small object: `id` and `label` make
+/// 8) write each node's tail out in place rather than calling the tail rule shared by
+/// every node with the same children. A shared tail called from a trie node is a rule
+/// call at every letter of a key, which the mask engine must take as a real step, with
+/// a walk of its own below it; written out, the trie is one automaton it walks along
+/// its table. Github_hard o33027, the first key of an array item `{"id", "label"}`:
+/// 93 → 66 µs (`cold_masks`, the engine keeps tails used in many places as calls). Big
+/// tries keep the shared tails: written out at every node, with their escapes, they
+/// were most of the grammar of big schemas (see [`Converter::excluding`]).
+const MAX_TRIE_NODES_WITH_OWN_TAILS: usize = 8;
+
+/// Whether a trie's nodes call the shared tail rules or write their tails out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tails {
+    Shared,
+    Own,
 }
 
 /// How many trie nodes with one child each nest in one rule of [`Converter::excluding`] before the
@@ -436,6 +465,18 @@ struct Trie {
 }
 
 impl Trie {
+    /// How many nodes the trie has, its root included.
+    fn node_count(&self) -> usize {
+        // Iteratively: a name may be as long as the schema's size limit allows.
+        let mut count = 0;
+        let mut pending = vec![self];
+        while let Some(node) = pending.pop() {
+            count += 1;
+            pending.extend(node.children.values());
+        }
+        count
+    }
+
     fn insert(&mut self, text: &str) {
         let mut node = self;
         for character in text.chars() {
@@ -476,15 +517,15 @@ impl Trie {
 
     /// The canonical texts that continue this node's prefix into a string not excluded,
     /// each followed by the closing quote (see [`Converter::excluding`]); `depth` counts
-    /// the nodes nested in the current rule.
-    fn expr(&self, converter: &mut Converter, name: &str, depth: usize) -> Expr {
+    /// the nodes nested in the current rule, `tails` says how the tails are written.
+    fn expr(&self, converter: &mut Converter, name: &str, depth: usize, tails: Tails) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
                 let hoisted = child.children.len() > 1
                     || !child.children.is_empty() && depth + 1 >= MAX_NESTED_TRIE_NODES;
                 let child_depth = if hoisted { 0 } else { depth + 1 };
-                let child_expr = child.expr(converter, name, child_depth);
+                let child_expr = child.expr(converter, name, child_depth, tails);
                 let child_expr = if hoisted {
                     converter.wrap_rule(child_expr, name)
                 } else {
@@ -493,7 +534,10 @@ impl Trie {
                 choices.push(Expr::sequence([encoded_char(character), child_expr]));
             }
             let children: Vec<char> = self.children.keys().copied().collect();
-            choices.push(converter.string_tail(&children));
+            choices.push(match tails {
+                Tails::Shared => converter.string_tail(&children),
+                Tails::Own => converter.string_tail_body(&children),
+            });
             if !self.ends_here {
                 choices.push(Expr::literal("\""));
             }
