@@ -420,11 +420,14 @@ impl Converter<'_> {
 /// every node with the same children. A shared tail called from a trie node is a rule
 /// call at every letter of a key, which the mask engine must take as a real step, with
 /// a walk of its own below it; written out, the trie is one automaton it walks along
-/// its table. Github_hard o33027, the first key of an array item `{"id", "label"}`:
-/// 93 → 66 µs (`cold_masks`, the engine keeps tails used in many places as calls). Big
-/// tries keep the shared tails: written out at every node, with their escapes, they
-/// were most of the grammar of big schemas (see [`Converter::excluding`]).
-const MAX_TRIE_NODES_WITH_OWN_TAILS: usize = 8;
+/// its table. Against shared tails everywhere (`cold_masks`, p99 of a document's masks,
+/// alternating builds): Github_hard o33027 98–105 → 75–78 µs (the first key of an array
+/// item `{"id", "label"}`), Github_easy o57450 87–89 → 69–72, Kubernetes kb_90's median
+/// 6–7.7 → 0.7 µs, 15 other changed grammars within the noise; the MaskBench compile p99
+/// 6.5 → 6.6–7.6 ms. Big tries keep the shared tails: written out at every node, with
+/// their escapes, they were most of the grammar of big schemas (see
+/// [`Converter::excluding`]).
+const MAX_TRIE_NODES_WITH_OWN_TAILS: usize = 32;
 
 /// Whether a trie's nodes call the shared tail rules or write their tails out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
