@@ -741,7 +741,10 @@ impl Matcher {
                 // without a state per character (`matcher/literal_run.rs`).
                 if node.subtree_len > 1
                     && count == UNCOUNTED
-                    && self.step_cache().starts_literal_run(target)
+                    && plain.map_or_else(
+                        || self.step_cache().starts_literal_run(target),
+                        |summary| summary.target_literal(),
+                    )
                 {
                     learn_frames.clear();
                     learn_frames.extend(maps.get(child).iter().map(|&slot| frames[slot as usize]));

@@ -123,8 +123,9 @@ pub(crate) struct Transition {
 }
 
 /// What walks need of most transitions, packed: the target (low bits), whether it is
-/// viable, and whether the transition is plain — it creates no frame, keeps every slot in
-/// place and returns to no caller outside the state.
+/// viable, whether the transition is plain — it creates no frame, keeps every slot in
+/// place and returns to no caller outside the state — and whether the target has a
+/// counted view or starts a literal run.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TransitionSummary(u32);
 
@@ -132,15 +133,21 @@ impl TransitionSummary {
     const PLAIN: u32 = 1 << 31;
     const VIABLE: u32 = 1 << 30;
     const COUNTED: u32 = 1 << 29;
+    const LITERAL: u32 = 1 << 28;
 
-    fn of(transition: &Transition, target_counted: bool) -> TransitionSummary {
+    fn of(
+        transition: &Transition,
+        target_counted: bool,
+        target_literal: bool,
+    ) -> TransitionSummary {
         let plain = transition.new_frames == 0 && transition.keeps_slots && transition.escapes == 0;
         let flag = |set: bool, bit: u32| if set { bit } else { 0 };
         TransitionSummary(
             transition.target
                 | flag(plain, Self::PLAIN)
                 | flag(transition.target_viable, Self::VIABLE)
-                | flag(target_counted, Self::COUNTED),
+                | flag(target_counted, Self::COUNTED)
+                | flag(target_literal, Self::LITERAL),
         )
     }
 
@@ -150,7 +157,12 @@ impl TransitionSummary {
     }
 
     pub(crate) fn target(self) -> StateId {
-        self.0 & !(Self::PLAIN | Self::VIABLE | Self::COUNTED)
+        self.0 & !(Self::PLAIN | Self::VIABLE | Self::COUNTED | Self::LITERAL)
+    }
+
+    /// The target starts a literal run ([`StepCache::starts_literal_run`]).
+    pub(crate) fn target_literal(self) -> bool {
+        self.0 & Self::LITERAL != 0
     }
 
     /// The target has a [`CountedView`].
@@ -582,8 +594,13 @@ impl StepCache {
             .counted_views
             .get(transition.target as usize)
             .is_some_and(Option::is_some);
-        self.summaries
-            .push(TransitionSummary::of(&transition, target_counted));
+        self.summaries.push(TransitionSummary::of(
+            &transition,
+            target_counted,
+            self.literal_starts
+                .get(transition.target as usize)
+                .is_some_and(|&starts| starts),
+        ));
         self.results.push(transition);
         self.set_for_class(graph, state, byte, index);
     }
