@@ -28,6 +28,7 @@ use crate::chunked_vec::ChunkedVec;
 use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::loop_items::widest_loop_item_class;
 use crate::matcher::{edge_intersects, edge_matches};
+use crate::step_description::EMPTY_STEP_KEY;
 use crate::transition_table::TransitionTable;
 use crate::utf8::{Partial, Step};
 
@@ -489,8 +490,7 @@ impl StepCache {
         if let Some(state) = self.dead_end {
             return state;
         }
-        // The key `describe_step` gives a step with no items that is not accepting.
-        let state = self.intern(graph, &[0, 0], &[], false);
+        let state = self.intern(graph, &EMPTY_STEP_KEY, &[], false);
         if state != NO_STATE {
             self.dead_end = Some(state);
         }

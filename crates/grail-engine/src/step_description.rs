@@ -20,6 +20,19 @@ pub(crate) fn frames_in_order(items: &[Item], frames: &mut Vec<u32>) {
 pub(crate) const MAX_STATE_SLOTS: usize = 64;
 const MAX_STATE_KEY: usize = 1024;
 
+/// The key [`describe_step`] gives a step with no items that is not accepting.
+pub(crate) const EMPTY_STEP_KEY: [u32; 2] = [0, 0];
+
+/// Turns the description of a one-item step that [`describe_step`] left in `scratch` into
+/// that of the same step with its item at `node` (same partial character, same frame):
+/// the key differs in the item's node alone.
+pub(crate) fn move_single_item(scratch: &mut Scratch, node: NodeId) {
+    debug_assert_eq!(scratch.state_items.len(), 1, "a one-item description");
+    // The key starts with the accepting flag and the item count, then the item.
+    scratch.key[2] = node;
+    scratch.state_items[0].0 = node;
+}
+
 /// Describes a new step for the step cache: its items with frames as slots, and for each
 /// slot its root flag, whether it has callers outside the slots, and its callers inside
 /// them (return node, caller slot). Fills

@@ -20,7 +20,7 @@ use crate::compile::Node;
 use crate::matcher::{Item, Matcher};
 use crate::pure_walk::TokenSink;
 use crate::step_cache::{NO_STATE, StateId, continues_literal_run};
-use crate::step_description::describe_step;
+use crate::step_description::{describe_step, move_single_item};
 use crate::utf8::Partial;
 
 /// How a walk down a literal run ended.
@@ -91,8 +91,7 @@ impl Matcher {
         }
         // `at` is below `position`: a run start's first character goes on with the run.
         debug_assert!(at > position, "a literal run starts with two characters");
-        self.scratch.key[2] = node;
-        self.scratch.state_items[0].0 = node;
+        move_single_item(&mut self.scratch, node);
         let cache = Arc::make_mut(&mut self.cache);
         let last = cache.intern(graph, &self.scratch.key, &self.scratch.state_items, false);
         let dead_end = cache.dead_end(graph);
