@@ -252,22 +252,12 @@ impl CompiledGrammar {
         })
     }
 
-    /// Parses, checks and compiles GBNF text with default options, rooted at `root`.
-    /// Errors carry the rendered-free diagnostics of the check.
+    /// Loads ([`grail_grammar::load`]) and compiles GBNF text with default options, rooted
+    /// at `root`; a grammar with errors gives [`CompileError::Invalid`] with every error
+    /// located (warnings do not stop it).
     pub fn from_gbnf(source: &str) -> Result<CompiledGrammar, CompileError> {
-        let report = grail_grammar::check(source, &grail_grammar::CheckOptions::default());
-        match report.grammar {
-            Some(grammar) if report.is_ok() => {
-                CompiledGrammar::compile(&grammar, &CompileOptions::default())
-            }
-            _ => Err(CompileError::Invalid {
-                diagnostics: report
-                    .diagnostics
-                    .into_iter()
-                    .filter(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
-                    .collect(),
-            }),
-        }
+        let loaded = grail_grammar::load(source, &grail_grammar::CheckOptions::default())?;
+        CompiledGrammar::compile(&loaded.grammar, &CompileOptions::default())
     }
 
     /// How many nodes the compiled graph has (a size measure).

@@ -1,17 +1,14 @@
 //! Errors of compiling and matching, as data.
 
-use grail_syntax::{Diagnostic, Span};
+use grail_syntax::Span;
 
 /// Why a grammar could not be compiled.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompileError {
-    /// The GBNF text has errors (syntax, undefined rules, ...).
-    #[error("the grammar has {} error(s)", diagnostics.len())]
-    Invalid {
-        /// The error diagnostics.
-        diagnostics: Vec<Diagnostic>,
-    },
+    /// The GBNF text has errors (syntax, undefined rules, ...), each located.
+    #[error("the grammar is invalid: {0}")]
+    Invalid(#[from] grail_grammar::LoadError),
     /// The compiled graph would exceed [`crate::EngineLimits::max_nodes`].
     #[error(
         "the compiled grammar exceeds the limit of {limit} nodes; reduce repetition counts or split large rules"

@@ -1,5 +1,7 @@
 //! The checked grammar IR of Grail, the checks that run on it, and a builder.
 //!
+//! - [`load`] is the one way from GBNF text to a grammar: [`check`], then the grammar and
+//!   its warnings, or its errors located by line and column.
 //! - [`check`] parses GBNF text, lowers it to the IR ([`Grammar`]) and runs every check,
 //!   returning diagnostics as data (errors, warnings, notes) for a [`Target`] engine;
 //!   [`check_with_vocabulary`] also checks tokens written as text (`<think>`) against a
@@ -29,6 +31,7 @@ pub mod graph;
 pub mod ir;
 pub mod limits;
 pub mod lints;
+pub mod load;
 pub mod llama_cpp;
 pub mod llama_slow;
 pub mod lower;
@@ -45,5 +48,6 @@ pub use ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
 };
 pub use limits::Limits;
+pub use load::{LoadError, LoadedGrammar, LocatedDiagnostic, load};
 pub use print::{print_grammar, print_symbol};
 pub use tokens::{TokenVocabulary, check_with_vocabulary};

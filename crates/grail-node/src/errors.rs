@@ -2,7 +2,7 @@
 //! to JavaScript as a [`Failure`] carrying Grail's diagnostics; `index.js` throws it as
 //! `GrammarParseError` (alias `GrammarError`), `SchemaError` or `ToolsError`.
 
-use grail_syntax::{Diagnostic, LineIndex};
+use grail_syntax::{Diagnostic, LineColumn, LineIndex};
 use napi_derive::napi;
 
 /// Where a GBNF diagnostic is: byte offsets of its span, and the 1-based line and column
@@ -66,7 +66,11 @@ impl DiagnosticObject {
 
     /// A GBNF diagnostic of `source`, located as the CLI locates it.
     pub fn gbnf(source: &str, lines: &LineIndex, diagnostic: &Diagnostic) -> DiagnosticObject {
-        let position = lines.line_column(source, diagnostic.span.start);
+        DiagnosticObject::located(diagnostic, lines.line_column(source, diagnostic.span.start))
+    }
+
+    /// A GBNF diagnostic at a known line and column.
+    pub fn located(diagnostic: &Diagnostic, position: LineColumn) -> DiagnosticObject {
         DiagnosticObject {
             help: diagnostic.help.clone(),
             line: Some(position.line),

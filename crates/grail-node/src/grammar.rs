@@ -10,7 +10,6 @@ use grail_grammar::{CheckOptions, print_grammar};
 use grail_schema::{
     Dialect, KeyOrder, Mode, SchemaError as RustSchemaError, SchemaOptions, Severity, Whitespace,
 };
-use grail_syntax::LineIndex;
 use grail_tools::{
     CallOptions, Think, ToolChoice, ToolRegistry, ToolsError as RustToolsError, WireFormat,
     tool_call_grammar,
@@ -107,42 +106,27 @@ pub fn compile_gbnf(
         target,
         ..CheckOptions::default()
     };
-    let report = grail_grammar::check(&text, &check_options);
-    Ok(match report.grammar {
-        Some(grammar) if report.is_ok() => {
-            match Grammar::from_ir(&grammar, text.clone(), vocabulary) {
-                Ok(grammar) => Either::A(grammar),
-                Err(message) => Either::B(compile_failure("grammar", message)),
-            }
-        }
-        _ => {
-            let lines = LineIndex::new(&text);
-            let errors: Vec<_> = report
-                .diagnostics
+    Ok(match grail_grammar::load(&text, &check_options) {
+        Ok(loaded) => match Grammar::from_ir(&loaded.grammar, text.clone(), vocabulary) {
+            Ok(grammar) => Either::A(grammar),
+            Err(message) => Either::B(compile_failure("grammar", message)),
+        },
+        Err(error) => {
+            let diagnostics: Vec<DiagnosticObject> = error
+                .errors
                 .iter()
-                .filter(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
+                .map(|located| DiagnosticObject::located(&located.diagnostic, located.position))
                 .collect();
-            let diagnostics: Vec<DiagnosticObject> = errors
-                .iter()
-                .map(|diagnostic| DiagnosticObject::gbnf(&text, &lines, diagnostic))
-                .collect();
-            let (message, reason, pos) = match (errors.first(), diagnostics.first()) {
-                (Some(first), Some(object)) => (
-                    format!(
-                        "{}:{}: {} [{}]",
-                        object.line.unwrap_or(1),
-                        object.column.unwrap_or(1),
-                        first.message,
-                        first.code
-                    ),
-                    first.message.clone(),
-                    utf16_index(&text, first.span.start as usize),
+            let (reason, pos) = match error.first() {
+                Some(first) => (
+                    first.diagnostic.message.clone(),
+                    utf16_index(&text, first.diagnostic.span.start as usize),
                 ),
-                _ => (
-                    "the grammar is invalid".to_string(),
-                    "the grammar is invalid".to_string(),
-                    0,
-                ),
+                None => ("the grammar is invalid".to_string(), 0),
+            };
+            let message = match error.first() {
+                Some(first) => first.to_string(),
+                None => "the grammar is invalid".to_string(),
             };
             Either::B(Failure {
                 kind: "grammar".to_string(),

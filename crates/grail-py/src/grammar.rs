@@ -39,22 +39,6 @@ impl Grammar {
     }
 }
 
-/// 1-based line and column (in characters) of byte `offset` of `source`.
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(source.len());
-    while !source.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &source[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .map_or(0, |tail| tail.chars().count())
-        + 1;
-    (line, column)
-}
-
 #[pymethods]
 impl Grammar {
     /// A grammar from GBNF text (llama.cpp's dialect), starting at rule `root`.
@@ -68,18 +52,12 @@ impl Grammar {
             root: root.to_string(),
             ..CheckOptions::default()
         };
-        let report = py.detach(|| grail_grammar::check(text, &options));
-        match report.grammar {
-            Some(grammar) if report.is_ok() => Grammar::from_ir(&grammar),
-            _ => {
-                let errors: Vec<_> = report
-                    .diagnostics
-                    .iter()
-                    .filter(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
-                    .collect();
+        match py.detach(|| grail_grammar::load(text, &options)) {
+            Ok(loaded) => Grammar::from_ir(&loaded.grammar),
+            Err(error) => {
                 let mut dicts = Vec::new();
-                for diagnostic in &errors {
-                    let (line, column) = line_column(text, diagnostic.span.start as usize);
+                for located in &error.errors {
+                    let diagnostic = &located.diagnostic;
                     let dict = diagnostic_dict(
                         py,
                         &[
@@ -88,16 +66,13 @@ impl Grammar {
                             ("help", diagnostic.help.clone()),
                         ],
                     )?;
-                    dict.set_item("line", line)?;
-                    dict.set_item("column", column)?;
+                    dict.set_item("line", located.position.line)?;
+                    dict.set_item("column", located.position.column)?;
                     dict.set_item("span", (diagnostic.span.start, diagnostic.span.end))?;
                     dicts.push(dict);
                 }
-                let message = match errors.first() {
-                    Some(first) => {
-                        let (line, column) = line_column(text, first.span.start as usize);
-                        format!("{}:{}: {} [{}]", line, column, first.message, first.code)
-                    }
+                let message = match error.first() {
+                    Some(first) => first.to_string(),
                     None => "the grammar is invalid".to_string(),
                 };
                 Err(with_diagnostics::<GrammarError>(py, message, dicts))
