@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use grail_server::{
-    AppState, Backend, EmbeddedBackend, PlanSettings, RemoteBackend, RemoteKind, ServerSettings,
+    AppState, Backend, EmbeddedBackend, PlanSettings, RemoteBackend, RemoteKind, ServeError,
+    ServerSettings,
 };
 use grail_tools::WireFormat;
 
@@ -30,12 +31,22 @@ pub struct ServeArgs {
     /// once); with a remote backend, the model name sent upstream.
     #[arg(long)]
     model: Option<String>,
-    /// Requests must send `Authorization: Bearer KEY`.
+    /// Requests must send `Authorization: Bearer KEY`. A key on the command line is
+    /// visible to every local user in `ps`: prefer the GRAIL_API_KEY environment variable.
     #[arg(long, env = "GRAIL_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
-    /// The key sent to a remote backend.
+    /// The key sent to a remote backend (visible in `ps` when given here: prefer the
+    /// GRAIL_BACKEND_API_KEY environment variable).
     #[arg(long, env = "GRAIL_BACKEND_API_KEY", hide_env_values = true)]
     backend_api_key: Option<String>,
+    /// A `Host` name to accept besides localhost and the listening address (repeatable;
+    /// `*`: any). Browsers' requests for other names are refused (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// An `Origin` (`https://app.example`) whose pages may call this server, besides
+    /// pages of accepted hosts (repeatable; `*`: any).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
     /// The embedded model's context, in tokens (prompt and answer together).
     #[arg(long, default_value_t = DEFAULT_CONTEXT)]
     context: u32,
@@ -69,9 +80,34 @@ pub struct ServeArgs {
     /// The longest a request may take, in seconds, queueing included.
     #[arg(long, default_value_t = 300)]
     request_timeout: u64,
-    /// The most requests waiting for the embedded model (more: HTTP 503).
+    /// The most requests waiting for the embedded model (more: HTTP 503); as many may
+    /// wait to be planned.
     #[arg(long, default_value_t = 64)]
     queue: usize,
+    /// The longest a request's head may take to arrive, in seconds, idle time between
+    /// requests included (longer: the connection is closed).
+    #[arg(long, default_value_t = 10)]
+    header_timeout: u64,
+    /// The longest a request's body may take to arrive, in seconds (longer: HTTP 408).
+    #[arg(long, default_value_t = 60)]
+    body_timeout: u64,
+    /// The most connections open at once (more: HTTP 503 and closed).
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Requests planned at once (grammars built and compiled; each takes memory in
+    /// proportion to its grammar).
+    #[arg(long, default_value_t = 2)]
+    planning_slots: usize,
+    /// The most messages in a request (checked before the chat template is rendered).
+    #[arg(long, default_value_t = grail_server::plan::DEFAULT_MAX_MESSAGES)]
+    max_messages: usize,
+    /// The longest `grammar` a request may send, in bytes.
+    #[arg(long, default_value_t = grail_server::plan::DEFAULT_MAX_GRAMMAR_BYTES)]
+    max_grammar_bytes: usize,
+    /// The most nodes a request's compiled grammar may have (about 16 bytes each;
+    /// tools, schemas and grammars alike).
+    #[arg(long, default_value_t = grail_server::plan::DEFAULT_MAX_GRAMMAR_NODES)]
+    max_grammar_nodes: usize,
     /// No request log lines on standard error.
     #[arg(long)]
     quiet: bool,
@@ -142,12 +178,22 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         max_attempts: args.max_attempts,
         log_requests: !args.quiet,
         grammar_cache_entries: args.grammar_cache,
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+        max_connections: args.max_connections.max(1),
+        planning_slots: args.planning_slots.max(1),
+        planning_queue: args.queue.max(1),
+        allowed_hosts: args.allowed_hosts.clone(),
+        allowed_origins: args.allowed_origins.clone(),
         plan: PlanSettings {
             wire: args.wire,
             default_max_tokens: args.default_max_tokens,
             max_tokens_limit: args.max_tokens_limit,
             default_temperature: args.temperature,
             repeat_penalty: args.repeat_penalty,
+            max_messages: args.max_messages,
+            max_grammar_bytes: args.max_grammar_bytes,
+            max_grammar_nodes: args.max_grammar_nodes,
             ..PlanSettings::default()
         },
     };
@@ -169,15 +215,23 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let watcher = backend.clone();
         tokio::spawn(async move {
             while !watcher.ready() {
+                if watcher.failure().is_some() {
+                    return;
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             eprintln!("grail serve: ready");
         });
-        grail_server::serve(listener, state, shutdown_signal()).await?;
-        eprintln!("grail serve: stopped (in-flight requests finished)");
-        anyhow::Ok(())
-    })?;
-    Ok(ExitCode::SUCCESS)
+        match grail_server::serve(listener, state, shutdown_signal()).await {
+            Ok(()) => {
+                eprintln!("grail serve: stopped (in-flight requests finished)");
+                anyhow::Ok(ExitCode::SUCCESS)
+            }
+            // The reason is logged already ("the model could not be loaded: …").
+            Err(ServeError::Backend(_)) => anyhow::Ok(ExitCode::FAILURE),
+            Err(error) => Err(error.into()),
+        }
+    })
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -200,5 +254,5 @@ async fn shutdown_signal() {
         () = interrupt => {},
         () = terminate => {},
     }
-    eprintln!("grail serve: shutting down; new requests are refused, in-flight ones finish");
+    eprintln!("grail serve: shutting down; new requests are answered 503, in-flight ones finish");
 }

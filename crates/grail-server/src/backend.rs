@@ -9,6 +9,7 @@
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::time::Instant;
 
 use grail_engine::CompiledGrammar;
 use grail_gen::{Message, SamplingParams};
@@ -56,6 +57,9 @@ pub struct Generate {
     pub max_tokens: usize,
     /// How tokens are chosen.
     pub sampling: SamplingParams,
+    /// The request's time limit: a backend does not start an answer past it (a request
+    /// that waited in a queue that long gets a timeout, not a late answer).
+    pub deadline: Option<Instant>,
 }
 
 /// Why a backend's answer ended.
@@ -109,6 +113,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Whether the backend is ready (`/health` answers 503 until it is).
     fn ready(&self) -> bool;
+
+    /// Why the backend can never answer (a model that failed to load), if it cannot: the
+    /// server then logs the reason and stops with an error.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 
     /// Writes one answer, showing each piece of text to `observer` as it comes; an
     /// observer that answers `Break` ends it ([`Ending::Interrupted`]).

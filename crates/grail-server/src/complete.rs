@@ -137,6 +137,7 @@ fn answer_inner(
             grammar: plan.grammar.clone(),
             max_tokens: plan.max_tokens,
             sampling: plan.sampling.clone(),
+            deadline: Some(deadline),
         };
         let mut observer = |piece: &str| {
             if let Some(matcher) = matcher.as_mut()

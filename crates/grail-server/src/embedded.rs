@@ -11,6 +11,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use grail_gen::{
     DecodeError, DecodeOptions, Finish, Model, ModelError, PromptError, chat_prompt,
@@ -117,6 +118,11 @@ impl Backend for EmbeddedBackend {
         self.ready.load(Ordering::SeqCst)
     }
 
+    fn failure(&self) -> Option<String> {
+        self.load_error()
+            .map(|reason| format!("the model could not be loaded: {reason}"))
+    }
+
     fn generate(
         &self,
         request: &Generate,
@@ -192,6 +198,15 @@ fn serve(model: &mut dyn Model, jobs: Receiver<Job>, load: &Load) {
 
 fn write_answer(model: &mut dyn Model, job: &Job) -> Result<Written, BackendError> {
     let request = &job.request;
+    if request
+        .deadline
+        .is_some_and(|deadline| Instant::now() >= deadline)
+    {
+        return Err(BackendError::Timeout(
+            "the request waited for the model past its time limit (grail serve --request-timeout)"
+                .into(),
+        ));
+    }
     let prompt = chat_prompt(model, &request.messages).map_err(|error| match error {
         PromptError::Model(ModelError::ContextFull { .. }) => {
             BackendError::Request(error.to_string())

@@ -1,7 +1,7 @@
 //! Errors as OpenAI shapes them: `{"error": {"message", "type", "param", "code"}}` with
 //! an HTTP status.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -77,9 +77,27 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// Seconds a client should wait before trying again, for a 503: a full queue or a
+    /// cap frees up within a second or so; a loading model or a shutdown takes longer.
+    pub fn retry_after(&self) -> Option<u32> {
+        (self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(match self.code {
+            "loading" | "shutting_down" => 5,
+            _ => 1,
+        })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
+        let retry_after = self.retry_after();
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

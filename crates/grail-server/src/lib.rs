@@ -11,7 +11,8 @@
 //!   in this process, requests queued) or [`remote::RemoteBackend`].
 //! - [`complete::answer`]: every piece checked against the grammar as it arrives, the
 //!   whole answer by the validators, feedback to the model and retries.
-//! - [`server`]: routes, limits, the API key, logs, streaming, graceful shutdown.
+//! - [`server`]: routes, limits, the API key, logs, streaming, graceful shutdown;
+//!   [`guard`]: which `Host`, `Origin` and content types are accepted.
 //!
 //! See docs/server.md for the HTTP contract and its choices.
 
@@ -20,8 +21,12 @@ pub mod backend;
 pub mod complete;
 pub mod embedded;
 pub mod error;
+mod event_lines;
 pub mod grammar_cache;
+pub mod guard;
+mod listen;
 pub mod plan;
+mod redact;
 pub mod remote;
 pub mod server;
 mod stop;
@@ -32,4 +37,4 @@ pub use embedded::{EmbeddedBackend, ModelLoader};
 pub use error::ApiError;
 pub use plan::PlanSettings;
 pub use remote::{RemoteBackend, RemoteKind};
-pub use server::{AppState, ServerSettings, router, serve};
+pub use server::{AppState, LogSink, ServeError, ServerSettings, router, serve};

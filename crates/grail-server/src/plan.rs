@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use grail_engine::{CompileOptions, CompiledGrammar};
+use grail_engine::{CompileError, CompileOptions, CompiledGrammar, EngineLimits};
 use grail_gen::{Message, SamplingParams, messages_with_tools};
 use grail_grammar::{CheckOptions, Grammar, compose};
 use grail_schema::{Mode, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
@@ -26,6 +26,15 @@ use crate::api::{ChatMessage, ChatRequest};
 use crate::backend::RequestGrammar;
 use crate::error::ApiError;
 use crate::grammar_cache::{Constraint, GrammarCache, constraint_key};
+
+/// [`PlanSettings::max_messages`] by default (`grail serve --max-messages`).
+pub const DEFAULT_MAX_MESSAGES: usize = 2048;
+
+/// [`PlanSettings::max_grammar_bytes`] by default (`grail serve --max-grammar-bytes`).
+pub const DEFAULT_MAX_GRAMMAR_BYTES: usize = 256 * 1024;
+
+/// [`PlanSettings::max_grammar_nodes`] by default (`grail serve --max-grammar-nodes`).
+pub const DEFAULT_MAX_GRAMMAR_NODES: usize = 500_000;
 
 /// Server-wide settings that shape every plan.
 #[derive(Debug, Clone)]
@@ -42,6 +51,14 @@ pub struct PlanSettings {
     pub repeat_penalty: f32,
     /// The most calls in one answer with `parallel_tool_calls: true`.
     pub max_parallel_calls: u32,
+    /// The most messages in a request (checked before anything is rendered: a chat
+    /// template's time grows with the conversation).
+    pub max_messages: usize,
+    /// The longest `grammar` text, in bytes.
+    pub max_grammar_bytes: usize,
+    /// The most nodes of a request's compiled grammar (grail-engine counts about 16
+    /// bytes a node; what planning it takes grows with it).
+    pub max_grammar_nodes: usize,
 }
 
 impl Default for PlanSettings {
@@ -53,6 +70,9 @@ impl Default for PlanSettings {
             default_temperature: 0.0,
             repeat_penalty: 1.0,
             max_parallel_calls: 8,
+            max_messages: DEFAULT_MAX_MESSAGES,
+            max_grammar_bytes: DEFAULT_MAX_GRAMMAR_BYTES,
+            max_grammar_nodes: DEFAULT_MAX_GRAMMAR_NODES,
         }
     }
 }
@@ -116,6 +136,7 @@ pub fn plan(
     cache: &GrammarCache,
 ) -> Result<Plan, ApiError> {
     refuse_unsupported(&request)?;
+    refuse_oversized(&request, settings)?;
     let max_tokens = match request.max_completion_tokens.or(request.max_tokens) {
         None => settings.default_max_tokens,
         Some(0) => {
@@ -231,11 +252,49 @@ fn build_constraint(
         }
         _ => text_grammar,
     };
+    let param = if request.grammar.is_some() {
+        "grammar"
+    } else if tools.is_some() {
+        "tools"
+    } else {
+        "response_format"
+    };
     Ok(Constraint {
-        grammar: grammar.map(compile).transpose()?,
+        grammar: grammar
+            .map(|grammar| compile(grammar, settings.max_grammar_nodes, param))
+            .transpose()?,
         text_check,
         warnings,
     })
+}
+
+/// Requests over the size limits, refused before anything is rendered or built.
+fn refuse_oversized(request: &ChatRequest, settings: &PlanSettings) -> Result<(), ApiError> {
+    if request.messages.len() > settings.max_messages {
+        return Err(ApiError::invalid(
+            "too_many_messages",
+            Some("messages"),
+            format!(
+                "the request has {} messages, over this server's limit of {} (grail serve --max-messages)",
+                request.messages.len(),
+                settings.max_messages
+            ),
+        ));
+    }
+    if let Some(grammar) = &request.grammar
+        && grammar.len() > settings.max_grammar_bytes
+    {
+        return Err(ApiError::invalid(
+            "grammar_too_large",
+            Some("grammar"),
+            format!(
+                "the grammar is {} bytes, over this server's limit of {} (grail serve --max-grammar-bytes)",
+                grammar.len(),
+                settings.max_grammar_bytes
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Fields OpenAI defines that Grail serves only at their default.
@@ -778,14 +837,33 @@ fn with_schema_prompt(mut messages: Vec<Message>, schema: &Value) -> Vec<Message
     messages
 }
 
-fn compile(grammar: Grammar) -> Result<RequestGrammar, ApiError> {
-    let compiled =
-        CompiledGrammar::compile(&grammar, &CompileOptions::default()).map_err(|error| {
-            ApiError::invalid(
-                "grammar_too_large",
-                None,
-                format!("the request's grammar cannot be compiled: {error}"),
-            )
-        })?;
+fn compile(grammar: Grammar, max_nodes: usize, param: &str) -> Result<RequestGrammar, ApiError> {
+    let options = CompileOptions {
+        limits: EngineLimits {
+            max_nodes,
+            ..EngineLimits::default()
+        },
+        ..CompileOptions::default()
+    };
+    let compiled = CompiledGrammar::compile(&grammar, &options).map_err(|error| {
+        let message = match error {
+            CompileError::TooLarge { limit } => format!(
+                "the request's grammar compiles to more than {limit} nodes, over this server's limit (grail serve --max-grammar-nodes); reduce repetition counts or split large rules"
+            ),
+            other => format!("the request's grammar cannot be compiled: {other}"),
+        };
+        ApiError::invalid("grammar_too_large", Some(param), message)
+    })?;
+    // A grammar that matches nothing cannot be answered: the request's fault.
+    if !compiled.has_matches() {
+        return Err(ApiError::invalid(
+            "grammar_matches_nothing",
+            Some(param),
+            format!(
+                "the request's grammar matches no text at all (rule `{}` can never be completed), so no answer can satisfy it",
+                compiled.root_name()
+            ),
+        ));
+    }
     Ok(RequestGrammar::new(grammar, compiled))
 }

@@ -8,13 +8,26 @@
 //! The server checks every piece against the grammar as it arrives (see `complete.rs`),
 //! so a backend that ignores the grammar is caught.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufReader, Read};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, Ending, Generate, Written};
+use crate::event_lines::{BoundedLines, LineError};
+use crate::redact::{Redactor, split_credentials};
+
+/// The most bytes a backend may write per token of `max_tokens`: output past
+/// `max_tokens` pieces or `max_tokens` × this many bytes is cut off (`finish_reason:
+/// "length"`), whatever the backend does with `max_tokens`.
+pub const MAX_BYTES_PER_TOKEN: usize = 64;
+
+/// The longest line of an upstream event stream, in bytes (longer: HTTP 502).
+pub const MAX_EVENT_LINE_BYTES: usize = 1 << 20;
+
+/// The most bytes of an upstream error body read (a redacted start of it is shown).
+const ERROR_BODY_BYTES: u64 = 64 * 1024;
 
 /// Which field carries the grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +49,10 @@ pub struct RemoteBackend {
     /// A key for the upstream server, if it wants one.
     api_key: Option<String>,
     agent: ureq::Agent,
+    /// The URL of the chat route without credentials, as errors show it.
+    shown_url: String,
+    /// Takes the key and the URL's credentials out of upstream text shown to clients.
+    redactor: Redactor,
 }
 
 impl RemoteBackend {
@@ -52,6 +69,8 @@ impl RemoteBackend {
             .trim_end_matches('/')
             .trim_end_matches("/v1")
             .to_string();
+        let (shown_base, credentials) = split_credentials(&base);
+        let redactor = Redactor::new(credentials.into_iter().chain(api_key.clone()));
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(Duration::from_secs(10)))
             .timeout_global(Some(timeout))
@@ -63,6 +82,8 @@ impl RemoteBackend {
             model: model.unwrap_or_else(|| "default".into()),
             api_key,
             agent: config.into(),
+            shown_url: format!("{shown_base}/v1/chat/completions"),
+            redactor,
         }
     }
 
@@ -119,35 +140,51 @@ impl Backend for RemoteBackend {
         observer: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Written, BackendError> {
         let url = format!("{}/v1/chat/completions", self.base);
+        let shown = &self.shown_url;
         let mut call = self.agent.post(&url);
         if let Some(key) = &self.api_key {
             call = call.header("Authorization", &format!("Bearer {key}"));
         }
         let response = call
             .send_json(self.upstream_body(request))
-            .map_err(|error| transport_error(&url, error))?;
+            .map_err(|error| self.transport_error(error))?;
         let status = response.status();
         let mut body = response.into_body();
         if !status.is_success() {
-            let text = body.read_to_string().unwrap_or_default();
-            let shown: String = text.chars().take(500).collect();
+            // At most ERROR_BODY_BYTES of it are read; an error shows a redacted start.
+            let mut text = Vec::new();
+            let _ = body
+                .as_reader()
+                .take(ERROR_BODY_BYTES)
+                .read_to_end(&mut text);
+            let text = self.redactor.redact(&String::from_utf8_lossy(&text));
             return Err(if status.as_u16() == 400 {
-                BackendError::Failed(format!("{url} refused the request (HTTP 400): {shown}"))
+                BackendError::Failed(format!("{shown} refused the request (HTTP 400): {text}"))
             } else {
-                BackendError::Failed(format!("{url} answered HTTP {}: {shown}", status.as_u16()))
+                BackendError::Failed(format!("{shown} answered HTTP {}: {text}", status.as_u16()))
             });
         }
-        let reader = BufReader::new(body.as_reader());
+        let mut lines = BoundedLines::new(BufReader::new(body.as_reader()), MAX_EVENT_LINE_BYTES);
         let mut written = Written {
             text: String::new(),
             ending: Ending::Stop,
             prompt_tokens: 0,
             completion_tokens: 0,
         };
+        let byte_limit = request.max_tokens.saturating_mul(MAX_BYTES_PER_TOKEN);
         let mut pieces = 0usize;
-        let mut finished = false;
-        for line in reader.lines() {
-            let line = line.map_err(|error| io_error(&url, error))?;
+        let (mut finished, mut cut) = (false, false);
+        loop {
+            let line = match lines.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(LineError::Io(error)) => return Err(self.io_error(error)),
+                Err(LineError::TooLong(limit)) => {
+                    return Err(BackendError::Failed(format!(
+                        "{shown} sent an event line over {limit} bytes"
+                    )));
+                }
+            };
             let Some(data) = line.strip_prefix("data:") else {
                 continue;
             };
@@ -157,12 +194,14 @@ impl Backend for RemoteBackend {
             }
             let chunk: Value = serde_json::from_str(data).map_err(|error| {
                 BackendError::Failed(format!(
-                    "{url} sent an event that is not JSON ({error}): {data}"
+                    "{shown} sent an event that is not JSON ({error}): {}",
+                    self.redactor.redact(data)
                 ))
             })?;
             if let Some(error) = chunk.get("error") {
                 return Err(BackendError::Failed(format!(
-                    "{url} reported an error: {error}"
+                    "{shown} reported an error: {}",
+                    self.redactor.redact(&error.to_string())
                 )));
             }
             if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
@@ -179,12 +218,35 @@ impl Backend for RemoteBackend {
                 .and_then(Value::as_str)
                 .filter(|piece| !piece.is_empty())
             {
+                // A backend that ignores max_tokens is cut off at it: every piece counts
+                // as at least one token, and a token as at most MAX_BYTES_PER_TOKEN bytes.
+                if pieces >= request.max_tokens || written.text.len() >= byte_limit {
+                    written.ending = Ending::Length;
+                    (finished, cut) = (true, true);
+                    break;
+                }
+                let room = byte_limit - written.text.len();
+                let truncated = piece.len() > room;
+                let piece = if truncated {
+                    let mut end = room;
+                    while !piece.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    &piece[..end]
+                } else {
+                    piece
+                };
                 written.text.push_str(piece);
                 pieces += 1;
                 if observer(piece).is_break() {
                     written.ending = Ending::Interrupted;
                     // Dropping the response closes the connection: the server stops.
                     finished = true;
+                    break;
+                }
+                if truncated {
+                    written.ending = Ending::Length;
+                    (finished, cut) = (true, true);
                     break;
                 }
             }
@@ -199,43 +261,47 @@ impl Backend for RemoteBackend {
         }
         if !finished {
             return Err(BackendError::Failed(format!(
-                "{url} ended the stream without a finish reason"
+                "{shown} ended the stream without a finish reason"
             )));
         }
-        if written.completion_tokens == 0 {
+        if written.completion_tokens == 0 || cut {
+            // No usage came (or it came for more than was taken): what was taken.
             written.completion_tokens = pieces;
         }
         Ok(written)
     }
 }
 
-fn transport_error(url: &str, error: ureq::Error) -> BackendError {
-    match error {
-        ureq::Error::Timeout(_) => BackendError::Timeout(format!("{url}: {error}")),
-        ureq::Error::Io(io) => io_error(url, io),
-        ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
-            BackendError::Unreachable(format!("{url}: {error}"))
-        }
-        other => BackendError::Failed(format!("{url}: {other}")),
-    }
-}
-
-fn io_error(url: &str, error: std::io::Error) -> BackendError {
-    use std::io::ErrorKind;
-    match error.kind() {
-        ErrorKind::TimedOut | ErrorKind::WouldBlock => {
-            BackendError::Timeout(format!("{url}: {error}"))
-        }
-        ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset | ErrorKind::NotConnected => {
-            BackendError::Unreachable(format!("{url}: {error}"))
-        }
-        _ => {
-            // ureq wraps its own timeouts in io errors while reading a body.
-            if error.to_string().to_lowercase().contains("timeout") {
-                BackendError::Timeout(format!("{url}: {error}"))
-            } else {
-                BackendError::Failed(format!("{url}: {error}"))
+impl RemoteBackend {
+    fn transport_error(&self, error: ureq::Error) -> BackendError {
+        let shown = &self.shown_url;
+        let text = self.redactor.redact(&error.to_string());
+        match error {
+            ureq::Error::Timeout(_) => BackendError::Timeout(format!("{shown}: {text}")),
+            ureq::Error::Io(io) => self.io_error(io),
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+                BackendError::Unreachable(format!("{shown}: {text}"))
             }
+            _ => BackendError::Failed(format!("{shown}: {text}")),
+        }
+    }
+
+    fn io_error(&self, error: std::io::Error) -> BackendError {
+        use std::io::ErrorKind;
+        let shown = &self.shown_url;
+        let text = self.redactor.redact(&error.to_string());
+        match error.kind() {
+            ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+                BackendError::Timeout(format!("{shown}: {text}"))
+            }
+            ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset | ErrorKind::NotConnected => {
+                BackendError::Unreachable(format!("{shown}: {text}"))
+            }
+            // ureq wraps its own timeouts in io errors while reading a body.
+            _ if text.to_lowercase().contains("timeout") => {
+                BackendError::Timeout(format!("{shown}: {text}"))
+            }
+            _ => BackendError::Failed(format!("{shown}: {text}")),
         }
     }
 }

@@ -1,26 +1,29 @@
-//! The HTTP side: routes, limits, the API key, request logs, streaming and shutdown.
+//! The HTTP side: routes, limits, the API key, browser checks, request logs, streaming
+//! and shutdown.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 
 use crate::api::ChatRequest;
 use crate::backend::Backend;
 use crate::complete::{Completion, Event, answer};
 use crate::error::ApiError;
 use crate::grammar_cache::{DEFAULT_GRAMMAR_CACHE_ENTRIES, GrammarCache};
-use crate::plan::{PlanSettings, plan};
+use crate::guard::{BrowserPolicy, require_json};
+use crate::listen::{ListenLimits, serve_connections};
+use crate::plan::{Plan, PlanSettings, plan};
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -40,6 +43,22 @@ pub struct ServerSettings {
     /// Request grammars kept for later requests with the same tools and formats
     /// (0: none; see `grammar_cache.rs`).
     pub grammar_cache_entries: usize,
+    /// The longest a request's head may take to arrive, idle time on a kept-alive
+    /// connection included (longer: the connection is closed).
+    pub header_timeout: Duration,
+    /// The longest a request's body may take to arrive (longer: HTTP 408).
+    pub body_timeout: Duration,
+    /// The most connections open at once (more: HTTP 503 `too_many_connections`).
+    pub max_connections: usize,
+    /// Requests planned (grammars built and compiled) at once; planning takes memory
+    /// in proportion to the grammar, so this bounds it.
+    pub planning_slots: usize,
+    /// Requests that may wait for a planning slot (more: HTTP 503 `unavailable`).
+    pub planning_queue: usize,
+    /// `Host` names accepted besides this server's own (see `guard.rs`; `*`: any).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin`s accepted besides pages of accepted hosts (`*`: any).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ServerSettings {
@@ -52,8 +71,26 @@ impl Default for ServerSettings {
             log_requests: true,
             plan: PlanSettings::default(),
             grammar_cache_entries: DEFAULT_GRAMMAR_CACHE_ENTRIES,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
+            max_connections: 512,
+            planning_slots: 2,
+            planning_queue: 64,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
+}
+
+/// Why [`serve`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listener failed.
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The backend can never answer (a model that failed to load).
+    #[error("{0}")]
+    Backend(String),
 }
 
 /// What every handler shares.
@@ -63,18 +100,55 @@ pub struct AppState {
     shutting_down: AtomicBool,
     next_id: AtomicU64,
     grammars: Arc<GrammarCache>,
+    /// Which `Host` and `Origin` headers are accepted (the bound address set by [`serve`]).
+    browsers: RwLock<BrowserPolicy>,
+    /// Planning slots (see [`ServerSettings::planning_slots`]).
+    planning: Arc<Semaphore>,
+    /// Requests waiting for a planning slot.
+    planning_waiting: AtomicUsize,
+    /// Requests being planned now, and the most there have been at once.
+    planning_now: AtomicUsize,
+    planning_peak: AtomicUsize,
+    /// Where request log lines go instead of standard error, when set.
+    log_sink: OnceLock<LogSink>,
 }
+
+/// Takes request log lines (one JSON text each).
+pub type LogSink = Arc<dyn Fn(String) + Send + Sync>;
 
 impl AppState {
     /// The state for `backend` under `settings`.
     pub fn new(backend: Arc<dyn Backend>, settings: ServerSettings) -> Arc<AppState> {
+        let browsers = BrowserPolicy {
+            bound: None,
+            allowed_hosts: lower(&settings.allowed_hosts),
+            allowed_origins: lower(&settings.allowed_origins),
+        };
         Arc::new(AppState {
             backend,
             grammars: Arc::new(GrammarCache::new(settings.grammar_cache_entries)),
+            planning: Arc::new(Semaphore::new(settings.planning_slots.max(1))),
             settings,
             shutting_down: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            browsers: RwLock::new(browsers),
+            planning_waiting: AtomicUsize::new(0),
+            planning_now: AtomicUsize::new(0),
+            planning_peak: AtomicUsize::new(0),
+            log_sink: OnceLock::new(),
         })
+    }
+
+    /// Sends request log lines to `sink` instead of standard error (set once; later
+    /// calls are ignored).
+    pub fn log_to(&self, sink: LogSink) {
+        let _ = self.log_sink.set(sink);
+    }
+
+    /// The most requests that were ever planned at once (at most
+    /// [`ServerSettings::planning_slots`]).
+    pub fn planning_peak(&self) -> usize {
+        self.planning_peak.load(Ordering::SeqCst)
     }
 
     /// From now on, new requests are refused with HTTP 503 (in-flight ones finish).
@@ -83,12 +157,20 @@ impl AppState {
     }
 }
 
+fn lower(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .map(|name| name.trim().trim_end_matches('/').to_ascii_lowercase())
+        .collect()
+}
+
 /// The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`.
 pub fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
-        .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .route_layer(middleware::from_fn_with_state(state.clone(), check_browser));
     Router::new()
         .merge(api)
         .route("/health", get(health))
@@ -106,12 +188,19 @@ async fn not_found() -> ApiError {
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Response {
-    if state.shutting_down.load(Ordering::SeqCst) {
-        return (
+    let unavailable = |body: Value, retry_after: u32| {
+        (
             StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({"status": "shutting down"})),
+            [(header::RETRY_AFTER, retry_after.to_string())],
+            axum::Json(body),
         )
-            .into_response();
+            .into_response()
+    };
+    if state.shutting_down.load(Ordering::SeqCst) {
+        return unavailable(json!({"status": "shutting down"}), 5);
+    }
+    if let Some(reason) = state.backend.failure() {
+        return unavailable(json!({"status": "failed", "reason": reason}), 5);
     }
     if state.backend.ready() {
         (
@@ -120,11 +209,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         )
             .into_response()
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({"status": "loading"})),
-        )
-            .into_response()
+        unavailable(json!({"status": "loading"}), 5)
     }
 }
 
@@ -134,6 +219,23 @@ async fn models(State(state): State<Arc<AppState>>) -> Response {
         "data": [{"id": state.backend.model_id(), "object": "model", "created": 0, "owned_by": "grail"}],
     }))
     .into_response()
+}
+
+/// Refuses requests whose `Host` or `Origin` is not accepted (see `guard.rs`).
+async fn check_browser(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let verdict = state
+        .browsers
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .check(request.headers());
+    match verdict {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    }
 }
 
 /// Checks the API key (compared in constant time).
@@ -159,8 +261,10 @@ async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: N
     next.run(request).await
 }
 
-/// What one request's log line says.
+/// What one request's log line says; written once, when the request ends (or, for a
+/// request its client abandoned, when it is dropped: status 499 `client_disconnected`).
 struct RequestLog {
+    state: Arc<AppState>,
     id: u64,
     started: Instant,
     stream: bool,
@@ -170,11 +274,39 @@ struct RequestLog {
     warnings: usize,
     /// Planning time, in ms: the grammar built and compiled, or taken from the cache.
     plan_ms: Option<f64>,
+    /// Written (or handed to the task that streams the answer).
+    done: bool,
 }
 
 impl RequestLog {
-    fn write(&self, state: &AppState) {
-        if !state.settings.log_requests {
+    fn new(state: &Arc<AppState>) -> RequestLog {
+        RequestLog {
+            state: state.clone(),
+            id: state.next_id.fetch_add(1, Ordering::SeqCst),
+            started: Instant::now(),
+            stream: false,
+            status: 200,
+            code: None,
+            completion: None,
+            warnings: 0,
+            plan_ms: None,
+            done: false,
+        }
+    }
+
+    /// A copy for the task that streams the answer; this one is then done.
+    fn hand_over(&mut self) -> RequestLog {
+        self.done = true;
+        RequestLog {
+            state: self.state.clone(),
+            done: false,
+            ..*self
+        }
+    }
+
+    fn write(&mut self) {
+        self.done = true;
+        if !self.state.settings.log_requests {
             return;
         }
         let mut line = json!({
@@ -199,23 +331,31 @@ impl RequestLog {
         if let Some(plan_ms) = self.plan_ms {
             line["plan_ms"] = json!((plan_ms * 1e3).round() / 1e3);
         }
-        eprintln!("{line}");
+        match self.state.log_sink.get() {
+            Some(sink) => sink(line.to_string()),
+            None => eprintln!("{line}"),
+        }
     }
 }
 
-async fn chat_completions(State(state): State<Arc<AppState>>, body: Body) -> Response {
-    let id = state.next_id.fetch_add(1, Ordering::SeqCst);
-    let mut log = RequestLog {
-        id,
-        started: Instant::now(),
-        stream: false,
-        status: 200,
-        code: None,
-        completion: None,
-        warnings: 0,
-        plan_ms: None,
-    };
-    let response = match start(&state, body, &mut log).await {
+impl Drop for RequestLog {
+    fn drop(&mut self) {
+        if !self.done {
+            // The handler was dropped before it answered: the client went away.
+            self.status = 499;
+            self.code = Some("client_disconnected");
+            self.write();
+        }
+    }
+}
+
+async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let mut log = RequestLog::new(&state);
+    let response = match start(&state, &headers, body, &mut log).await {
         Ok(response) => response,
         Err(error) => {
             log.status = error.status.as_u16();
@@ -223,14 +363,37 @@ async fn chat_completions(State(state): State<Arc<AppState>>, body: Body) -> Res
             error.into_response()
         }
     };
-    if !log.stream || log.status != 200 {
-        log.write(&state);
+    if !log.done {
+        log.write();
     }
     response
 }
 
+/// A 504 for a request past its time limit.
+fn timed_out() -> ApiError {
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "server_error",
+        "timeout",
+        "the answer took longer than this server's request time limit (grail serve --request-timeout)",
+    )
+}
+
+/// Waits for the answer's next event, at most until `deadline` (plus a second for the
+/// answering thread to say so itself).
+async fn next_event(
+    receiver: &mut mpsc::Receiver<Event>,
+    deadline: Instant,
+) -> Result<Option<Event>, ApiError> {
+    let until = tokio::time::Instant::from_std(deadline + Duration::from_secs(1));
+    tokio::time::timeout_at(until, receiver.recv())
+        .await
+        .map_err(|_| timed_out())
+}
+
 async fn start(
     state: &Arc<AppState>,
+    headers: &HeaderMap,
     body: Body,
     log: &mut RequestLog,
 ) -> Result<Response, ApiError> {
@@ -242,6 +405,14 @@ async fn start(
             "the server is shutting down",
         ));
     }
+    if let Some(reason) = state.backend.failure() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "backend_failed_to_start",
+            reason,
+        ));
+    }
     if !state.backend.ready() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -250,7 +421,24 @@ async fn start(
             "the model is still loading; GET /health answers 200 once it is ready",
         ));
     }
-    let bytes = read_body(body, state.settings.max_body_bytes).await?;
+    require_json(headers)?;
+    let deadline = log.started + state.settings.request_timeout;
+    let bytes = tokio::time::timeout(
+        state.settings.body_timeout,
+        read_body(body, state.settings.max_body_bytes),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            "body_timeout",
+            format!(
+                "the request body did not arrive within {} s (grail serve --body-timeout)",
+                state.settings.body_timeout.as_secs()
+            ),
+        )
+    })??;
     let request: ChatRequest = serde_json::from_slice(&bytes).map_err(|error| {
         let message = error.to_string();
         let param = message
@@ -269,27 +457,15 @@ async fn start(
         error.param = param;
         error
     })?;
-    // Plans compile grammars (a big schema takes milliseconds): off the async threads.
-    let settings = state.settings.plan.clone();
-    let grammars = state.grammars.clone();
+    drop(bytes);
     let planning = Instant::now();
-    let plan = tokio::task::spawn_blocking(move || plan(request, &settings, &grammars))
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                "internal",
-                "planning the request failed",
-            )
-        })??;
+    let plan = plan_bounded(state, request, deadline).await?;
     log.plan_ms = Some(planning.elapsed().as_secs_f64() * 1e3);
     log.stream = plan.stream;
     log.warnings = plan.warnings.len();
     let (sender, mut receiver) = mpsc::channel::<Event>(64);
     let backend = state.backend.clone();
     let max_attempts = state.settings.max_attempts;
-    let deadline = log.started + state.settings.request_timeout;
     let stream = plan.stream;
     let include_usage = plan.include_usage;
     tokio::task::spawn_blocking(move || {
@@ -297,12 +473,11 @@ async fn start(
         answer(&plan, backend.as_ref(), max_attempts, deadline, &mut sender);
     });
     let model = state.backend.model_id();
-    let id = log.id;
-    let completion_id = format!("chatcmpl-{:016x}{id:08x}", unix_nanos());
+    let completion_id = format!("chatcmpl-{:016x}{:08x}", unix_nanos(), log.id);
     let created = unix_seconds();
     if !stream {
         let mut content = String::new();
-        while let Some(event) = receiver.recv().await {
+        while let Some(event) = next_event(&mut receiver, deadline).await? {
             match event {
                 Event::Content(piece) => content.push_str(&piece),
                 Event::Failed(error) => return Err(error),
@@ -330,7 +505,7 @@ async fn start(
         ));
     }
     // Streaming: an error before the first piece is still an HTTP error.
-    let first = receiver.recv().await;
+    let first = next_event(&mut receiver, deadline).await?;
     if let Some(Event::Failed(error)) = first {
         return Err(error);
     }
@@ -339,21 +514,9 @@ async fn start(
         created,
         model,
     };
-    let state = state.clone();
-    let started = log.started;
-    let (warnings, plan_ms) = (log.warnings, log.plan_ms);
+    let mut log = log.hand_over();
     let (body_sender, body_receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     tokio::spawn(async move {
-        let mut log = RequestLog {
-            id,
-            started,
-            stream: true,
-            status: 200,
-            code: None,
-            completion: None,
-            warnings,
-            plan_ms,
-        };
         let send = |text: String| {
             let body_sender = body_sender.clone();
             async move {
@@ -364,6 +527,8 @@ async fn start(
             }
         };
         if !send(chunk.chunk(json!({"role": "assistant", "content": ""}), None)).await {
+            log.code = Some("client_disconnected");
+            log.write();
             return;
         }
         let mut event = first;
@@ -408,10 +573,13 @@ async fn start(
                     break;
                 }
             }
-            event = receiver.recv().await;
+            event = match next_event(&mut receiver, deadline).await {
+                Ok(event) => event,
+                Err(error) => Some(Event::Failed(error)),
+            };
         }
         drop(receiver);
-        log.write(&state);
+        log.write();
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(body_receiver);
     Ok(Response::builder()
@@ -420,6 +588,62 @@ async fn start(
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(stream))
         .expect("a valid response"))
+}
+
+/// Plans `request` in a planning slot: at most [`ServerSettings::planning_slots`] plans
+/// are built at once (a grammar's planning takes memory in proportion to it), at most
+/// [`ServerSettings::planning_queue`] requests wait for a slot (more: 503), and none
+/// waits past its deadline (504). The slot is held until planning ends, even when the
+/// client goes away first.
+async fn plan_bounded(
+    state: &Arc<AppState>,
+    request: ChatRequest,
+    deadline: Instant,
+) -> Result<Plan, ApiError> {
+    let waiting = state.planning_waiting.fetch_add(1, Ordering::SeqCst);
+    let permit = if waiting >= state.settings.planning_queue {
+        Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "unavailable",
+            "too many requests are waiting to be planned; try again shortly",
+        ))
+    } else {
+        let until = tokio::time::Instant::from_std(deadline);
+        match tokio::time::timeout_at(until, state.planning.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "shutting_down",
+                "the server is shutting down",
+            )),
+            Err(_) => Err(timed_out()),
+        }
+    };
+    state.planning_waiting.fetch_sub(1, Ordering::SeqCst);
+    let permit = permit?;
+    // Plans compile grammars (a big schema takes milliseconds): off the async threads.
+    let settings = state.settings.plan.clone();
+    let grammars = state.grammars.clone();
+    let counts = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let now = counts.planning_now.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.planning_peak.fetch_max(now, Ordering::SeqCst);
+        let planned = plan(request, &settings, &grammars);
+        counts.planning_now.fetch_sub(1, Ordering::SeqCst);
+        planned
+    })
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "internal",
+            "planning the request failed",
+        )
+    })?
 }
 
 /// A body read past the limit is still drained (up to this much) so the client can read
@@ -562,19 +786,63 @@ fn unix_nanos() -> u64 {
         .map_or(0, |elapsed| elapsed.as_nanos() as u64)
 }
 
-/// Runs the server on `listener` until `shutdown` resolves; then new requests are
-/// refused and in-flight ones finish before it returns.
+/// Runs the server on `listener` until `shutdown` resolves (see `listen.rs`): then new
+/// requests are answered 503 while in-flight ones finish, within
+/// [`ServerSettings::request_timeout`] and [`ServerSettings::header_timeout`] at the most.
+///
+/// If the backend can never answer (a model that failed to load), the reason is logged,
+/// the server stops the same way, and the reason comes back as [`ServeError::Backend`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> Result<(), ServeError> {
+    let bound = listener.local_addr()?;
+    state
+        .browsers
+        .write()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .bound = Some(bound);
     let app = router(state.clone());
+    let limits = ListenLimits {
+        header_timeout: state.settings.header_timeout,
+        max_connections: state.settings.max_connections.max(1),
+        drain_limit: state.settings.request_timeout + state.settings.header_timeout,
+    };
+    let failed: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let stop = {
+        let (backend, failed) = (state.backend.clone(), failed.clone());
+        async move {
+            tokio::select! {
+                () = shutdown => {}
+                reason = backend_failure(backend) => {
+                    eprintln!("grail serve: {reason}; stopping");
+                    *failed.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(reason);
+                }
+            }
+        }
+    };
     let shutting = state.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            shutting.begin_shutdown();
-        })
-        .await
+    serve_connections(listener, app, limits, stop, move || {
+        shutting.begin_shutdown()
+    })
+    .await;
+    let reason = failed
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .take();
+    match reason {
+        Some(reason) => Err(ServeError::Backend(reason)),
+        None => Ok(()),
+    }
+}
+
+/// Resolves with the reason once `backend` says it can never answer.
+async fn backend_failure(backend: Arc<dyn Backend>) -> String {
+    loop {
+        if let Some(reason) = backend.failure() {
+            return reason;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -4,155 +4,18 @@
 //! docs/server.md promises.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use grail_engine::{CompiledGrammar, Matcher};
-use grail_gen::testing::TinyModel;
 use grail_server::{
-    AppState, Backend, BackendError, EmbeddedBackend, Generate, RemoteBackend, RemoteKind,
-    ServerSettings, Written,
+    Backend, BackendError, Generate, RemoteBackend, RemoteKind, ServerSettings, Written,
 };
 use serde_json::{Value, json};
 
-/// A backend that remembers every answer its inner backend wrote.
-struct Recording {
-    inner: Arc<EmbeddedBackend>,
-    written: Mutex<Vec<Result<Written, BackendError>>>,
-}
-
-impl Backend for Recording {
-    fn model_id(&self) -> String {
-        self.inner.model_id()
-    }
-    fn ready(&self) -> bool {
-        self.inner.ready()
-    }
-    fn generate(
-        &self,
-        request: &Generate,
-        observer: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
-    ) -> Result<Written, BackendError> {
-        let result = self.inner.generate(request, observer);
-        self.written.lock().unwrap().push(result.clone());
-        result
-    }
-}
-
-fn tiny_backend(queue: usize) -> Arc<Recording> {
-    paced_backend(queue, Duration::ZERO)
-}
-
-/// The tiny model taking `delay` per token.
-fn paced_backend(queue: usize, delay: Duration) -> Arc<Recording> {
-    let embedded = EmbeddedBackend::start(
-        "tiny",
-        Box::new(move || {
-            Ok(Box::new(TinyModel::new(7).with_delay(delay)) as Box<dyn grail_gen::Model>)
-        }),
-        queue,
-    );
-    wait_until("the tiny model is ready", || embedded.ready());
-    Arc::new(Recording {
-        inner: Arc::new(embedded),
-        written: Mutex::new(Vec::new()),
-    })
-}
-
-/// A server on a free port, run on its own runtime until `stop` is called.
-struct TestServer {
-    address: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl TestServer {
-    fn start(backend: Arc<dyn Backend>, settings: ServerSettings) -> TestServer {
-        let (address_sender, address_receiver) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                address_sender.send(listener.local_addr().unwrap()).unwrap();
-                let state = AppState::new(backend, settings);
-                grail_server::serve(listener, state, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        TestServer {
-            address: address_receiver.recv().unwrap(),
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    /// Asks the server to shut down and waits until it has.
-    fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
-        }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
-}
-
-fn quiet() -> ServerSettings {
-    ServerSettings {
-        log_requests: false,
-        ..ServerSettings::default()
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
-}
-
-/// POSTs `body` (raw text) to the chat route: the status and the JSON answer.
-fn post_text(server: &TestServer, body: &str) -> (u16, Value) {
-    post_with(server, body, None)
-}
-
-fn post_with(server: &TestServer, body: &str, key: Option<&str>) -> (u16, Value) {
-    let mut request = agent()
-        .post(&server.url("/v1/chat/completions"))
-        .header("Content-Type", "application/json");
-    if let Some(key) = key {
-        request = request.header("Authorization", &format!("Bearer {key}"));
-    }
-    let response = request.send(body).unwrap();
-    let status = response.status().as_u16();
-    let text = response.into_body().read_to_string().unwrap();
-    let value = serde_json::from_str(&text).unwrap_or_else(|_| json!({ "raw": text }));
-    (status, value)
-}
-
-fn post(server: &TestServer, body: &Value) -> (u16, Value) {
-    post_text(server, &body.to_string())
-}
+mod support;
+use support::*;
 
 fn weather_tools() -> Value {
     json!([
@@ -163,10 +26,6 @@ fn weather_tools() -> Value {
             "parameters": {"type": "object", "properties": {"query": {"type": "string", "maxLength": 12},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["query", "limit"]}}}
     ])
-}
-
-fn user(text: &str) -> Value {
-    json!([{"role": "user", "content": text}])
 }
 
 /// Checks a call's arguments against its tool's schema in `tools`.
@@ -333,6 +192,7 @@ fn streaming_tool_calls_reassemble_into_valid_calls() {
         "stream_options": {"include_usage": true}});
     let response = agent()
         .post(&server.url("/v1/chat/completions"))
+        .header("Content-Type", "application/json")
         .send(&body.to_string())
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
@@ -593,15 +453,6 @@ fn a_full_queue_answers_503_instead_of_waiting_without_bound() {
     assert_eq!(embedded.waiting(), 0);
 }
 
-/// Polls `condition` until it holds, failing after 10 seconds with what was awaited.
-fn wait_until(what: &str, condition: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 #[test]
 fn a_client_that_disconnects_mid_stream_stops_its_generation() {
     let backend = tiny_backend(8);
@@ -610,7 +461,7 @@ fn a_client_that_disconnects_mid_stream_stops_its_generation() {
     let mut stream = TcpStream::connect(server.address).unwrap();
     write!(
         stream,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -651,7 +502,7 @@ fn a_client_that_disconnects_while_waiting_for_a_whole_answer_stops_it() {
     let mut stream = TcpStream::connect(server.address).unwrap();
     write!(
         stream,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -684,7 +535,11 @@ fn shutdown_lets_in_flight_requests_finish_and_refuses_new_ones() {
         json!({"messages": user("x"), "grammar": "root ::= [a-z]{1500}", "max_tokens": 1500})
             .to_string();
     let in_flight = std::thread::spawn(move || {
-        let response = agent().post(&url).send(&body).unwrap();
+        let response = agent()
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .send(&body)
+            .unwrap();
         let status = response.status().as_u16();
         let answer: Value = response.into_body().read_json().unwrap();
         (

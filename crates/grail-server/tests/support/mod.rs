@@ -1,0 +1,197 @@
+//! The harness the server's tests share: the tiny model as the embedded backend (instant,
+//! no model file), a server on a free port of 127.0.0.1, and small HTTP helpers.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use grail_gen::testing::TinyModel;
+use grail_server::{
+    AppState, Backend, BackendError, EmbeddedBackend, Generate, ServeError, ServerSettings, Written,
+};
+use serde_json::{Value, json};
+
+/// A backend that remembers every answer its inner backend wrote.
+pub struct Recording {
+    pub inner: Arc<EmbeddedBackend>,
+    pub written: Mutex<Vec<Result<Written, BackendError>>>,
+}
+
+impl Backend for Recording {
+    fn model_id(&self) -> String {
+        self.inner.model_id()
+    }
+    fn ready(&self) -> bool {
+        self.inner.ready()
+    }
+    fn generate(
+        &self,
+        request: &Generate,
+        observer: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
+    ) -> Result<Written, BackendError> {
+        let result = self.inner.generate(request, observer);
+        self.written.lock().unwrap().push(result.clone());
+        result
+    }
+}
+
+pub fn tiny_backend(queue: usize) -> Arc<Recording> {
+    paced_backend(queue, Duration::ZERO)
+}
+
+/// The tiny model taking `delay` per token.
+pub fn paced_backend(queue: usize, delay: Duration) -> Arc<Recording> {
+    let embedded = EmbeddedBackend::start(
+        "tiny",
+        Box::new(move || {
+            Ok(Box::new(TinyModel::new(7).with_delay(delay)) as Box<dyn grail_gen::Model>)
+        }),
+        queue,
+    );
+    wait_until("the tiny model is ready", || embedded.ready());
+    Arc::new(Recording {
+        inner: Arc::new(embedded),
+        written: Mutex::new(Vec::new()),
+    })
+}
+
+/// A server on a free port, run on its own runtime until `stop` is called.
+pub struct TestServer {
+    pub address: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServeError>>>,
+}
+
+impl TestServer {
+    pub fn start(backend: Arc<dyn Backend>, settings: ServerSettings) -> TestServer {
+        TestServer::start_state(AppState::new(backend, settings))
+    }
+
+    /// A server for `state` (made by the caller, to watch or configure it).
+    pub fn start_state(state: Arc<AppState>) -> TestServer {
+        let (address_sender, address_receiver) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                address_sender.send(listener.local_addr().unwrap()).unwrap();
+                grail_server::serve(listener, state, async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        });
+        TestServer {
+            address: address_receiver.recv().unwrap(),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// Asks the server to shut down and waits until it has.
+    pub fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap().unwrap();
+        }
+    }
+
+    /// Asks the server to shut down without waiting: it drains meanwhile.
+    pub fn begin_shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Waits (at most `limit`) for the server to stop by itself: how it ended, or `None`
+    /// if it still runs.
+    pub fn stopped_within(&mut self, limit: Duration) -> Option<Result<(), ServeError>> {
+        let deadline = Instant::now() + limit;
+        while self
+            .thread
+            .as_ref()
+            .is_some_and(|thread| !thread.is_finished())
+        {
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.thread.take().map(|thread| thread.join().unwrap())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+pub fn quiet() -> ServerSettings {
+    ServerSettings {
+        log_requests: false,
+        ..ServerSettings::default()
+    }
+}
+
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// POSTs `body` (raw text) to the chat route: the status and the JSON answer.
+pub fn post_text(server: &TestServer, body: &str) -> (u16, Value) {
+    post_with(server, body, None)
+}
+
+pub fn post_with(server: &TestServer, body: &str, key: Option<&str>) -> (u16, Value) {
+    let mut request = agent()
+        .post(&server.url("/v1/chat/completions"))
+        .header("Content-Type", "application/json");
+    if let Some(key) = key {
+        request = request.header("Authorization", &format!("Bearer {key}"));
+    }
+    let response = request.send(body).unwrap();
+    let status = response.status().as_u16();
+    let text = response.into_body().read_to_string().unwrap();
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| json!({ "raw": text }));
+    (status, value)
+}
+
+pub fn post(server: &TestServer, body: &Value) -> (u16, Value) {
+    post_text(server, &body.to_string())
+}
+
+pub fn user(text: &str) -> Value {
+    json!([{"role": "user", "content": text}])
+}
+
+/// Polls `condition` until it holds, failing after 10 seconds with what was awaited.
+pub fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
