@@ -1,4 +1,4 @@
-//! `grail bench agent`: seed 001's agent benchmark on a model. Each query runs with the
+//! `grail bench agent`: how well a model calls tools. Each query runs with the
 //! tool-call grammar (and the pool filter, and the validator's retries) and without it
 //! (the same prompt, decoded freely, judged by the same validator), and the table reports
 //! convergence (a valid call of an acceptable tool), first-tool match, latency and

@@ -28,9 +28,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
 
-/// Grail: grammar-constrained generation. Check, format, match and sample GBNF grammars;
-/// convert JSON Schemas to grammars (`grail schema`, or `--schema` wherever a grammar is
-/// taken).
+/// Grail: grammar-constrained generation. Check, format, fix, match and sample GBNF
+/// grammars; convert JSON Schemas and tool registries to grammars; mask a vocabulary's
+/// tokens; generate on a model and serve an OpenAI-compatible API, all held to the grammar.
 #[derive(Debug, Parser)]
 #[command(name = "grail", version, about, long_about = None)]
 struct Cli {
@@ -92,8 +92,8 @@ enum Command {
     /// Exit status: 0 when valid, 1 when not (the feedback message on stdout), 2 on usage
     /// errors or a registry that cannot be read.
     ValidateCall(tools::ValidateCallArgs),
-    /// The grammar of a classification: exactly one of the labels (seed 003's router,
-    /// `root ::= "CODE" | "REASONING"`).
+    /// The grammar of a classification: exactly one of the labels (a router's choice:
+    /// `grail classify CODE REASONING` prints `root ::= "CODE" | "REASONING"`).
     ///
     /// Exit status: 0 with the grammar, 2 on an empty or repeated label.
     Classify(tools::ClassifyArgs),
@@ -102,9 +102,9 @@ enum Command {
     /// Exit status: 0 when the text is a viable prefix, 1 when it is not, 2 on grammar
     /// (or refused schema), vocabulary, usage or I/O errors.
     Mask(mask::MaskArgs),
-    /// Time token masks step by step on a document (JSON like the peer harness). `grail
-    /// bench agent` (see `grail bench agent --help`) runs seed 001's agent benchmark on a
-    /// model: each query with and without the tool-call grammar.
+    /// Time token masks step by step on a document (--format json for scripts). `grail
+    /// bench agent` (see `grail bench agent --help`) measures tool calling on a model:
+    /// each query with and without the tool-call grammar.
     ///
     /// Exit status: 0 when every token of the document was in its mask, 1 otherwise,
     /// 2 on grammar (or refused schema), usage or I/O errors.
@@ -134,7 +134,7 @@ enum Command {
     name = "grail bench agent",
     bin_name = "grail bench agent",
     version,
-    about = "Seed 001's agent benchmark: each query with and without the tool-call grammar on a model; convergence, first-tool match, latency and tokens/s as a table (and JSON)."
+    about = "Tool calling on a model: each query with and without the tool-call grammar; convergence (a valid call of an acceptable tool), first-tool match, latency and tokens/s as a table (and JSON)."
 )]
 struct AgentBenchCli {
     #[command(flatten)]
