@@ -22,7 +22,7 @@ use crate::learned::LearnedStore;
 use crate::limits::EngineLimits;
 use crate::loop_items::LoopingNodes;
 use crate::prepare::{Prepared, prepare};
-use crate::ranges::ScalarSet;
+use grail_grammar::ScalarSet;
 
 mod copies;
 use copies::Copies;

@@ -25,8 +25,8 @@ use rustc_hash::FxHashSet;
 
 use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::matcher::{Item, Matcher};
-use crate::ranges::ScalarSet;
 use crate::utf8::Partial;
+use grail_grammar::ScalarSet;
 
 /// Repetitions with fewer optional copies than this get no twin (a token rarely stays
 /// that far from their bound).

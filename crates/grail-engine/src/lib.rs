@@ -36,7 +36,6 @@ mod next;
 mod prefault;
 mod prepare;
 mod pure_walk;
-mod ranges;
 mod sample;
 mod step_cache;
 mod step_description;
@@ -50,6 +49,7 @@ mod walk_loops;
 
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};
 pub use error::{AcceptError, CompileError, LimitExceeded};
+pub use grail_grammar::ScalarSet;
 pub use grail_vocab::{TokenBitmask, VocabularyIndex};
 pub use limits::EngineLimits;
 pub use matcher::Matcher;
@@ -58,5 +58,4 @@ pub use prefault::{
     DEFAULT_PREFAULT_BYTES, PREFAULT_ENV, prefault_bytes_setting, prefault_heap, prepare_heap,
     prepare_heap_once,
 };
-pub use ranges::ScalarSet;
 pub use sample::{Sampler, Segment};

@@ -3,7 +3,7 @@
 
 use crate::compile::{Node, TokenSet};
 use crate::matcher::Matcher;
-use crate::ranges::ScalarSet;
+use grail_grammar::ScalarSet;
 
 /// One rule about what may come next.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -177,11 +177,6 @@ impl Partial {
     }
 }
 
-/// True for a Unicode scalar value (a code point that is not a surrogate).
-pub fn is_scalar(code_point: u32) -> bool {
-    code_point <= MAX_SCALAR && !(0xD800..=0xDFFF).contains(&code_point)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,23 @@
 /// The largest Unicode scalar value.
 pub const MAX_CODE_POINT: u32 = 0x10FFFF;
 
+/// Sorts inclusive ranges and merges those that overlap or touch: the one range merge of
+/// Grail's character sets ([`CharSet`], [`crate::ScalarSet`], the schema converter's
+/// alphabets).
+pub fn merge_ranges(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (first, last) in ranges {
+        match merged.last_mut() {
+            Some(previous) if first <= previous.1.saturating_add(1) => {
+                previous.1 = previous.1.max(last)
+            }
+            _ => merged.push((first, last)),
+        }
+    }
+    merged
+}
+
 /// A set of code points written as a character class: sorted, disjoint, merged ranges,
 /// plus whether the class is negated. Negation is kept (not complemented away) so the
 /// set prints back as the author wrote it and next-character rules can say CHAR_EXCLUDE.
@@ -16,21 +33,12 @@ impl CharSet {
     /// A set from inclusive ranges in any order; reversed ranges (`first > last`) match
     /// nothing and are dropped, and ranges are clipped to the Unicode range.
     pub fn new(ranges: impl IntoIterator<Item = (u32, u32)>, negated: bool) -> CharSet {
-        let mut ranges: Vec<(u32, u32)> = ranges
+        let ranges: Vec<(u32, u32)> = ranges
             .into_iter()
             .filter(|&(first, last)| first <= last && first <= MAX_CODE_POINT)
             .map(|(first, last)| (first, last.min(MAX_CODE_POINT)))
             .collect();
-        ranges.sort_unstable();
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
-        for (first, last) in ranges {
-            match merged.last_mut() {
-                Some(previous) if first <= previous.1.saturating_add(1) => {
-                    previous.1 = previous.1.max(last)
-                }
-                _ => merged.push((first, last)),
-            }
-        }
+        let merged = merge_ranges(ranges);
         CharSet {
             ranges: merged,
             negated,

@@ -31,16 +31,17 @@ pub mod graph;
 pub mod ir;
 pub mod limits;
 pub mod lints;
-pub mod load;
 pub mod llama_cpp;
 pub mod llama_slow;
+pub mod load;
 pub mod lower;
 pub mod print;
 pub mod ranges;
+pub mod scalar_set;
 pub mod tokens;
 
 pub use builder::{BuildError, Expr, GrammarBuilder};
-pub use charset::CharSet;
+pub use charset::{CharSet, merge_ranges};
 pub use check::{CheckOptions, CheckReport, check};
 pub use finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
 pub use fix::{Fix, FixKind, Fixed, SplitReason, fix};
@@ -50,4 +51,5 @@ pub use ir::{
 pub use limits::Limits;
 pub use load::{LoadError, LoadedGrammar, LocatedDiagnostic, load};
 pub use print::{print_grammar, print_symbol};
+pub use scalar_set::ScalarSet;
 pub use tokens::{TokenVocabulary, check_with_vocabulary};

@@ -1,11 +1,12 @@
-//! Sets of Unicode scalar values as sorted, disjoint, merged inclusive ranges.
+//! Sets of Unicode scalar values as sorted, disjoint, merged inclusive ranges: the one
+//! interval set of characters the grammar, the matcher and the schema converter share.
 
-use grail_grammar::CharSet;
+use crate::charset::{CharSet, MAX_CODE_POINT, merge_ranges};
 
-use crate::utf8::is_scalar;
-
-/// The largest Unicode scalar value.
-pub const MAX_SCALAR: u32 = 0x10FFFF;
+/// True for a Unicode scalar value (a code point that is not a surrogate).
+fn is_scalar(code_point: u32) -> bool {
+    char::from_u32(code_point).is_some()
+}
 
 /// A set of Unicode scalar values (never surrogates), as sorted, disjoint, non-adjacent
 /// inclusive ranges.
@@ -22,7 +23,7 @@ impl ScalarSet {
 
     /// Every scalar value.
     pub fn all() -> ScalarSet {
-        ScalarSet::from_ranges([(0, MAX_SCALAR)])
+        ScalarSet::from_ranges([(0, MAX_CODE_POINT)])
     }
 
     /// The set of scalars in the given inclusive ranges (any order, overlaps allowed;
@@ -30,7 +31,7 @@ impl ScalarSet {
     pub fn from_ranges(ranges: impl IntoIterator<Item = (u32, u32)>) -> ScalarSet {
         let mut pieces: Vec<(u32, u32)> = Vec::new();
         for (first, last) in ranges {
-            let last = last.min(MAX_SCALAR);
+            let last = last.min(MAX_CODE_POINT);
             if first > last {
                 continue;
             }
@@ -42,16 +43,7 @@ impl ScalarSet {
                 pieces.push((first.max(0xE000), last));
             }
         }
-        pieces.sort_unstable();
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(pieces.len());
-        for (first, last) in pieces {
-            match merged.last_mut() {
-                Some(previous) if first <= previous.1.saturating_add(1) => {
-                    previous.1 = previous.1.max(last)
-                }
-                _ => merged.push((first, last)),
-            }
-        }
+        let merged = merge_ranges(pieces);
         // Ranges touching across the surrogate gap stay separate pieces; that is fine,
         // since no scalar lies between them, but merge them so equal sets compare equal.
         let mut joined: Vec<(u32, u32)> = Vec::with_capacity(merged.len());
@@ -118,8 +110,8 @@ impl ScalarSet {
             }
             next = last.saturating_add(1);
         }
-        if next <= MAX_SCALAR {
-            gaps.push((next, MAX_SCALAR));
+        if next <= MAX_CODE_POINT {
+            gaps.push((next, MAX_CODE_POINT));
         }
         ScalarSet::from_ranges(gaps)
     }

@@ -64,7 +64,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use grail_grammar::{BuildError, CharSet, Expr, GrammarBuilder, RuleId};
+use grail_grammar::{BuildError, CharSet, Expr, GrammarBuilder, RuleId, merge_ranges};
 
 use crate::json_text;
 use crate::pattern::{self, Node, PatternError};
@@ -366,7 +366,7 @@ impl CharDfa {
             }
         }
         let encoded = |ranges: Vec<(u32, u32)>| {
-            let ranges = code_point_ranges(&merged_ranges(ranges));
+            let ranges = code_point_ranges(&merge_ranges(ranges));
             let single = match ranges[..] {
                 [(first, last)] if first == last => char::from_u32(first),
                 _ => None,

@@ -28,21 +28,6 @@ pub(super) fn code_point_of(index: u32) -> u32 {
     }
 }
 
-/// Sorts inclusive ranges and merges those that overlap or touch.
-pub(super) fn merged_ranges(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
-    ranges.sort_unstable();
-    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
-    for (first, last) in ranges {
-        match merged.last_mut() {
-            Some(previous) if first <= previous.1.saturating_add(1) => {
-                previous.1 = previous.1.max(last)
-            }
-            _ => merged.push((first, last)),
-        }
-    }
-    merged
-}
-
 /// The alphabet indexes of a set's characters (surrogates left out), as merged ranges.
 pub(super) fn index_ranges(set: &CharSet) -> Vec<(u32, u32)> {
     let mut ranges = Vec::new();
@@ -55,7 +40,7 @@ pub(super) fn index_ranges(set: &CharSet) -> Vec<(u32, u32)> {
             ranges.push((low - SURROGATE_COUNT, last - SURROGATE_COUNT));
         }
     }
-    merged_ranges(ranges)
+    merge_ranges(ranges)
 }
 
 /// The code-point ranges of merged alphabet-index ranges.
