@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use clap::{ArgGroup, Args};
 use grail_engine::{CompileOptions, CompiledGrammar};
-use grail_grammar::{CheckOptions, Grammar, check};
+use grail_grammar::{CheckOptions, Grammar, load};
 use grail_schema::SchemaError;
-use grail_syntax::{Severity, source_from_bytes};
+use grail_syntax::{Diagnostic, source_from_bytes};
 use grail_vocab::Vocabulary;
 
 use crate::input::read_source;
@@ -171,15 +171,14 @@ fn read_gbnf(path: &Path, root: &str) -> anyhow::Result<(String, Grammar)> {
         root: root.to_string(),
         ..CheckOptions::default()
     };
-    let report = check(source, &options);
-    let errors: Vec<_> = report
-        .diagnostics
-        .into_iter()
-        .filter(|diagnostic| diagnostic.severity == Severity::Error)
-        .collect();
-    match report.grammar {
-        Some(grammar) if errors.is_empty() => Ok((input.name, grammar)),
-        _ => {
+    match load(source, &options) {
+        Ok(loaded) => Ok((input.name, loaded.grammar)),
+        Err(error) => {
+            let errors: Vec<Diagnostic> = error
+                .errors
+                .into_iter()
+                .map(|located| located.diagnostic)
+                .collect();
             eprint!(
                 "{}",
                 render_human(&input.name, source, &errors, stderr_wants_color())
