@@ -416,33 +416,28 @@ fn text_constraint(
 }
 
 fn gbnf_grammar(source: &str) -> Result<Grammar, ApiError> {
-    let report = grail_grammar::check(source, &CheckOptions::default());
-    match report.grammar {
-        Some(grammar) if report.is_ok() => Ok(grammar),
-        _ => {
-            let errors: Vec<Value> = report
-                .diagnostics
+    match grail_grammar::load(source, &CheckOptions::default()) {
+        Ok(loaded) => Ok(loaded.grammar),
+        Err(error) => {
+            let errors: Vec<Value> = error
+                .errors
                 .iter()
-                .filter(|diagnostic| diagnostic.severity == grail_syntax::Severity::Error)
-                .map(|diagnostic| {
-                    let (line, column) = line_column(source, diagnostic.span.start as usize);
+                .map(|located| {
                     json!({
-                        "code": diagnostic.code,
-                        "message": diagnostic.message,
-                        "line": line,
-                        "column": column,
-                        "help": diagnostic.help,
+                        "code": located.diagnostic.code,
+                        "message": located.diagnostic.message,
+                        "line": located.position.line,
+                        "column": located.position.column,
+                        "help": located.diagnostic.help,
                     })
                 })
                 .collect();
-            let first = errors
+            let first = error
                 .first()
-                .map(|error| {
+                .map(|first| {
                     format!(
                         "line {}, column {}: {}",
-                        error["line"],
-                        error["column"],
-                        error["message"].as_str().unwrap_or("")
+                        first.position.line, first.position.column, first.diagnostic.message
                     )
                 })
                 .unwrap_or_else(|| "the grammar is invalid".into());
@@ -454,22 +449,6 @@ fn gbnf_grammar(source: &str) -> Result<Grammar, ApiError> {
             .with_details(json!({ "diagnostics": errors })))
         }
     }
-}
-
-/// 1-based line and column (in characters) of byte `offset`.
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(source.len());
-    while !source.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &source[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .map_or(0, |tail| tail.chars().count())
-        + 1;
-    (line, column)
 }
 
 fn response_format(
