@@ -14,7 +14,9 @@
 use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
 use grail_schema::{Call, CallKeys, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 
+use crate::answer::{CallStart, call_first_chars, not_first};
 use crate::error::ToolsError;
+use crate::numbers::call_number_syntax;
 use crate::registry::{Tool, ToolRegistry};
 use crate::wire::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, WireFormat};
 
@@ -62,7 +64,9 @@ pub struct CallOptions {
     /// like llama.cpp and OpenAI's strict function calling) objects that declare
     /// `properties` take no others unless `additionalProperties` says so:
     /// `additional_properties_default` is false, so a model cannot invent arguments. The
-    /// validator reads the schemas the same way.
+    /// validator reads the schemas the same way. Numbers are written within
+    /// [`crate::CALL_INTEGER_DIGITS`] and [`crate::CALL_EXPONENT_DIGITS`] on top of
+    /// `numbers`' caps (so every one is a finite double), and the validator checks that.
     pub schema: SchemaOptions,
 }
 
@@ -138,11 +142,7 @@ pub fn tool_call_grammar(
     };
     if tools.is_empty() {
         let mut builder = GrammarBuilder::new();
-        let not_first: &[char] = match options.think {
-            Think::Optional => &['<'],
-            _ => &[],
-        };
-        let body = free_text(&mut builder, not_first);
+        let body = free_text(&mut builder, &not_first(options.think, &[]));
         let body = with_think(&mut builder, options.think, body);
         let root = builder.root();
         builder
@@ -169,36 +169,40 @@ pub fn tool_call_grammar(
     let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
         let calls = calls_expr(options, call, space);
         let body = match options.choice {
+            // The calls, or text (which never contains a call's start) and perhaps the
+            // calls after it: see `answer.rs`.
             ToolChoice::Auto => {
-                let mut not_first = vec![first_char(options)];
-                // Text starting with `<` could be an unclosed `<think>`.
-                if options.think == Think::Optional {
-                    not_first.push('<');
-                }
-                let text = free_text(builder, &not_first);
-                Expr::choice([calls, text])
+                let first = Expr::chars_except(
+                    not_first(options.think, call_first_chars(options.wire))
+                        .into_iter()
+                        .map(|c| (c, c)),
+                );
+                let rest = CallStart::of(options).avoiding(builder, "text");
+                Expr::choice([
+                    calls.clone(),
+                    Expr::sequence([first, rest, calls.optional()]),
+                ])
             }
             _ => calls,
         };
         with_think(builder, options.think, body)
     };
-    let converted = grail_schema::calls_to_grammar_framed(
-        &calls,
-        keys,
-        &options.schema,
-        "tool-call",
-        &mut frame,
-    )
-    .map_err(|error| match error {
-        SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
-            refusals: diagnostics
-                .into_iter()
-                .filter(|diagnostic| diagnostic.severity == Severity::Error)
-                .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
-                .collect(),
-        },
-        other => ToolsError::Options(other.to_string()),
-    })?;
+    let schema = SchemaOptions {
+        numbers: call_number_syntax(&options.schema.numbers),
+        ..options.schema.clone()
+    };
+    let converted =
+        grail_schema::calls_to_grammar_framed(&calls, keys, &schema, "tool-call", &mut frame)
+            .map_err(|error| match error {
+                SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
+                    refusals: diagnostics
+                        .into_iter()
+                        .filter(|diagnostic| diagnostic.severity == Severity::Error)
+                        .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
+                        .collect(),
+                },
+                other => ToolsError::Options(other.to_string()),
+            })?;
     Ok(ToolGrammar {
         grammar: converted.grammar,
         tools: tools.iter().map(|tool| tool.name.clone()).collect(),
@@ -324,21 +328,10 @@ fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
     }
 }
 
-/// The character the calls start with (free text may not).
-fn first_char(options: &CallOptions) -> char {
-    match options.wire {
-        WireFormat::Hermes => '<',
-        WireFormat::Mistral => '[',
-        _ if options.parallel() => '[',
-        _ => '{',
-    }
-}
-
-/// Free text: at least one character, the first neither whitespace nor one of
-/// `not_first` (so text never starts like the calls, or like a reasoning block).
+/// Free text: at least one character, the first none of `not_first` (whitespace, and
+/// `<` when a reasoning block may come first).
 fn free_text(builder: &mut GrammarBuilder, not_first: &[char]) -> Expr {
-    let mut excluded = vec![(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')];
-    excluded.extend(not_first.iter().map(|&c| (c, c)));
+    let excluded = not_first.iter().map(|&c| (c, c));
     let body = Expr::sequence([Expr::chars_except(excluded), Expr::Any.zero_or_more()]);
     let rule = builder
         .rule("text", body)

@@ -88,9 +88,11 @@ pub fn lazy_tool_call_grammar(
             vec![Trigger::Word(MISTRAL_OPEN.to_string())]
         }
         WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
-            let object = format!(r#"\{{\s*"{}"\s*:"#, options.wire.name_key());
+            // JSON whitespace, as `answer.rs` reads a call's start.
+            let space = r"[ \t\n\r]*";
+            let object = format!(r#"\{{{space}"{}"{space}:"#, options.wire.name_key());
             let start = if options.parallel() {
-                format!(r"\[\s*{object}")
+                format!(r"\[{space}{object}")
             } else {
                 object
             };

@@ -25,20 +25,26 @@
 //! assert_eq!(checked.unwrap_err().feedback(), "missing required arguments ['city'] for tool 'get_weather'");
 //! ```
 
+mod answer;
+mod arguments;
 mod error;
 pub mod filter;
 mod grammar;
+mod json_read;
 mod lazy;
+mod numbers;
 mod registry;
 mod validate;
 mod wire;
 
+pub use arguments::Arguments;
 pub use error::ToolsError;
 pub use filter::{FilteredPool, PoolFilter};
 pub use grammar::{
     CallOptions, Think, ToolChoice, ToolGrammar, classification_grammar, tool_call_grammar,
 };
 pub use lazy::{LazyGrammar, Trigger, lazy_tool_call_grammar};
+pub use numbers::{CALL_EXPONENT_DIGITS, CALL_INTEGER_DIGITS};
 pub use registry::{MAX_NAME_LEN, Tool, ToolRegistry};
 pub use validate::{CallFault, Checked, Fault, ToolCall, validate_output};
 pub use wire::WireFormat;

@@ -6,7 +6,11 @@
 
 use serde_json::{Value, json};
 
+use crate::answer::{JSON_SPACE, call_first_chars, calls_begin};
+use crate::arguments::Arguments;
 use crate::grammar::{CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, tool_names};
+use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
+use crate::numbers::{call_number_syntax, outside_syntax};
 use crate::registry::{Tool, ToolRegistry};
 use crate::wire::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, WireFormat};
 
@@ -17,8 +21,8 @@ pub struct ToolCall {
     pub id: String,
     /// The tool.
     pub name: String,
-    /// The arguments.
-    pub arguments: Value,
+    /// The arguments, as written (numbers exactly) and as a value.
+    pub arguments: Arguments,
 }
 
 impl ToolCall {
@@ -27,7 +31,7 @@ impl ToolCall {
         json!({
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments.to_string()},
+            "function": {"name": self.name, "arguments": self.arguments.text()},
         })
     }
 }
@@ -62,9 +66,9 @@ pub struct CallFault {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     /// A stable kebab-case code: `not-a-call`, `call-malformed`, `call-truncated`,
-    /// `tool-unknown`,
-    /// `tool-not-chosen`, `arguments-missing`, `arguments-invalid`, `too-many-calls`,
-    /// `think-unclosed`, `think-missing`, `answer-empty`.
+    /// `calls-empty`, `key-duplicate`, `tool-unknown`, `tool-not-chosen`,
+    /// `arguments-missing`, `arguments-invalid`, `too-many-calls`, `think-unclosed`,
+    /// `think-missing`, `answer-empty`.
     pub code: &'static str,
     /// The tool concerned, if one.
     pub tool: Option<String>,
@@ -97,14 +101,17 @@ impl CallFault {
 }
 
 /// Reads and checks a model's `output` as `options` describe it (wire format, choice,
-/// most calls, reasoning block).
+/// most calls, reasoning block). What is text and what is a call is decided as the
+/// grammar decides it (see `answer.rs`); the validator also reads whitespace the grammar
+/// never writes (around the answer, between JSON tokens) as layout, and keys and values
+/// in any order and spelling JSON allows.
 pub fn validate_output(
     registry: &ToolRegistry,
     options: &CallOptions,
     output: &str,
 ) -> Result<Checked, CallFault> {
     let (reasoning, answer) = split_reasoning(options.think, output)?;
-    let answer = answer.trim();
+    let answer = answer.trim_matches(JSON_SPACE);
     if answer.is_empty() && options.choice != ToolChoice::Required {
         return Err(CallFault::one(
             "answer-empty",
@@ -112,44 +119,85 @@ pub fn validate_output(
             "the answer is empty; write the answer, or a tool call".into(),
         ));
     }
+    let calls_possible = options.choice != ToolChoice::None && !registry.tools.is_empty();
+    if options.think == Think::Optional
+        && answer.starts_with('<')
+        && !(calls_possible && call_first_chars(options.wire).contains(&'<'))
+    {
+        return Err(CallFault::one(
+            "think-unclosed",
+            None,
+            format!(
+                "an answer that starts with `<` is read as a reasoning block ({THINK_OPEN}…{THINK_CLOSE}); close it, or start the answer with another character"
+            ),
+        ));
+    }
     // No tool may be called: whatever was written is the answer.
-    if options.choice == ToolChoice::None {
+    if !calls_possible {
         return Ok(Checked {
             reasoning,
             text: Some(answer.to_string()),
             calls: Vec::new(),
         });
     }
-    // With `auto`, text may come before the calls (a lazy grammar lets the model write
-    // freely until it starts a call): the calls from where they start, the text before.
+    // With `auto`, text may come before the calls: the calls from where they begin.
     let (text_before, answer) = match options.choice {
-        ToolChoice::Auto => match calls_start(options, answer) {
-            Some(start) if start > 0 => (Some(answer[..start].trim_end()), &answer[start..]),
-            _ => (None, answer),
+        ToolChoice::Auto => match calls_begin(options, answer) {
+            None => {
+                return Ok(Checked {
+                    reasoning,
+                    text: Some(answer.to_string()),
+                    calls: Vec::new(),
+                });
+            }
+            Some(0) => (None, answer),
+            Some(start) => (
+                Some(answer[..start].trim_end_matches(JSON_SPACE)),
+                &answer[start..],
+            ),
         },
         _ => (None, answer),
     };
     let raw_calls = match read_calls(options, answer)? {
         Some(calls) => calls,
+        None if options.choice == ToolChoice::Auto => {
+            let first = answer.chars().next().unwrap_or_default();
+            return Err(CallFault::one(
+                "call-malformed",
+                None,
+                format!(
+                    "an answer that starts with `{first}` is read as tool calls, written as {}; to answer in text, start with another character",
+                    example(options)
+                ),
+            ));
+        }
         None => {
-            return match &options.choice {
-                ToolChoice::Auto | ToolChoice::None => Ok(Checked {
-                    reasoning,
-                    text: Some(answer.to_string()),
-                    calls: Vec::new(),
-                }),
-                ToolChoice::Required | ToolChoice::Named(_) => Err(CallFault::one(
-                    "not-a-call",
-                    None,
-                    format!(
-                        "the answer is text, not a tool call; call one of the tools ({}) as {}",
-                        tool_names(registry.tools.iter()),
-                        example(options.wire)
-                    ),
-                )),
-            };
+            return Err(CallFault::one(
+                "not-a-call",
+                None,
+                format!(
+                    "the answer is text, not a tool call; call one of the tools ({}) as {}",
+                    tool_names(registry.tools.iter()),
+                    example(options)
+                ),
+            ));
         }
     };
+    if raw_calls.is_empty() {
+        return Err(CallFault::one(
+            "calls-empty",
+            None,
+            format!(
+                "the list of tool calls is empty; call one of the tools ({}) as {}{}",
+                tool_names(registry.tools.iter()),
+                example(options),
+                match options.choice {
+                    ToolChoice::Auto => ", or answer in text",
+                    _ => "",
+                }
+            ),
+        ));
+    }
     let most = if options.parallel() {
         options.max_calls
     } else {
@@ -185,30 +233,6 @@ pub fn validate_output(
     })
 }
 
-/// Where the calls start in an answer: the wire format's opening tag, or for the JSON
-/// formats a `{` (a `[` for several calls) followed by the name key (what the lazy
-/// grammar's trigger waits for).
-fn calls_start(options: &CallOptions, answer: &str) -> Option<usize> {
-    if let Some(opening) = options.wire.opening() {
-        return answer.find(opening);
-    }
-    let open = if options.parallel() { '[' } else { '{' };
-    let key = format!("\"{}\"", options.wire.name_key());
-    answer
-        .match_indices(open)
-        .map(|(index, _)| index)
-        .find(|&index| {
-            let mut rest = answer[index + 1..].trim_start();
-            if options.parallel() {
-                match rest.strip_prefix('{') {
-                    Some(after) => rest = after.trim_start(),
-                    None => return false,
-                }
-            }
-            rest.starts_with(&key)
-        })
-}
-
 /// The reasoning block's text and the rest of the output.
 fn split_reasoning(think: Think, output: &str) -> Result<(Option<String>, &str), CallFault> {
     let unclosed = || {
@@ -221,11 +245,17 @@ fn split_reasoning(think: Think, output: &str) -> Result<(Option<String>, &str),
     let inside = match think {
         Think::Off => return Ok((None, output)),
         Think::Forced => output,
-        Think::Optional => match output.trim_start().strip_prefix(THINK_OPEN) {
+        Think::Optional => match output
+            .trim_start_matches(JSON_SPACE)
+            .strip_prefix(THINK_OPEN)
+        {
             Some(inside) => inside,
             None => return Ok((None, output)),
         },
-        Think::Required => match output.trim_start().strip_prefix(THINK_OPEN) {
+        Think::Required => match output
+            .trim_start_matches(JSON_SPACE)
+            .strip_prefix(THINK_OPEN)
+        {
             Some(inside) => inside,
             None => {
                 return Err(CallFault::one(
@@ -240,25 +270,76 @@ fn split_reasoning(think: Think, output: &str) -> Result<(Option<String>, &str),
     Ok((Some(reasoning.to_string()), rest))
 }
 
-/// The calls of an answer as JSON values; `None` when the answer is text.
-fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Value>>, CallFault> {
-    let malformed = |message: String| CallFault::one("call-malformed", None, message);
-    let parse = |text: &str| -> Result<Value, CallFault> {
-        serde_json::from_str(text.trim()).map_err(|error| match error.is_eof() {
-            true => CallFault::one(
-                "call-truncated",
-                None,
-                "the tool call ends before it is complete (was the generation cut off by its token limit?)".into(),
+/// A JSON reading error as a fault.
+fn read_fault(options: &CallOptions, error: ReadError) -> CallFault {
+    match error {
+        ReadError::Truncated => CallFault::one(
+            "call-truncated",
+            None,
+            "the tool call ends before it is complete (was the generation cut off by its token limit?)".into(),
+        ),
+        ReadError::Syntax {
+            message,
+            line,
+            column,
+        } => CallFault::one(
+            "call-malformed",
+            None,
+            format!(
+                "the tool call is not valid JSON: {message} at line {line} column {column}; write it as {}",
+                example(options)
             ),
-            false => malformed(format!(
-                "the tool call is not valid JSON: {error}; write it as {}",
-                example(options.wire)
+        ),
+        ReadError::DuplicateKey { key, pointer } => CallFault {
+            faults: vec![Fault {
+                code: "key-duplicate",
+                tool: None,
+                pointer: Some(pointer.clone()),
+                message: format!(
+                    "the key \"{key}\" is written twice in one object{}; write each key once",
+                    match pointer.as_str() {
+                        "" => String::new(),
+                        pointer => format!(" (at {pointer} of the call)"),
+                    }
+                ),
+            }],
+        },
+        ReadError::TooDeep => CallFault::one(
+            "call-malformed",
+            None,
+            format!("the tool call nests values more than {MAX_DEPTH} levels deep, which is not read"),
+        ),
+    }
+}
+
+/// The calls of an answer that starts where calls begin, as JSON; `None` when it does not
+/// start with the wire format's opening (a `{` or `[` on the JSON wires).
+fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Json>>, CallFault> {
+    let malformed = |message: String| CallFault::one("call-malformed", None, message);
+    let parse = |text: &str| json_read::read(text).map_err(|error| read_fault(options, error));
+    let several = options.parallel();
+    let as_list = |value: Json| -> Result<Vec<Json>, CallFault> {
+        match (value, several) {
+            (Json::Array(items), true) => Ok(items),
+            (Json::Array(items), false) if items.len() > 1 => Err(CallFault::one(
+                "too-many-calls",
+                None,
+                format!(
+                    "{} tool calls were written; at most 1 may be, as an object: {}",
+                    items.len(),
+                    example(options)
+                ),
             )),
-        })
-    };
-    let as_list = |value: Value| match value {
-        Value::Array(items) => items,
-        other => vec![other],
+            (Json::Array(_), false) => Err(malformed(format!(
+                "one tool call is written as an object, not in a list: {}",
+                example(options)
+            ))),
+            (_, true) => Err(malformed(format!(
+                "tool calls are written as a JSON list, even one: {}",
+                example(options)
+            ))),
+            (other, false) => Ok(vec![other]),
+        }
     };
     match options.wire {
         WireFormat::Hermes => {
@@ -274,23 +355,36 @@ fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Value>>,
                         preview(rest)
                     )));
                 };
-                let Some((call, after)) = inside.split_once(HERMES_CLOSE) else {
-                    return Err(malformed(format!(
-                        "a {HERMES_OPEN} block is not closed: end it with {HERMES_CLOSE}"
-                    )));
+                let (call, end) =
+                    json_read::read_prefix(inside).map_err(|error| read_fault(options, error))?;
+                let after = &inside[end..];
+                let Some(after) = after.strip_prefix(HERMES_CLOSE) else {
+                    return Err(match after.is_empty() || HERMES_CLOSE.starts_with(after) {
+                        true => read_fault(options, ReadError::Truncated),
+                        false => malformed(format!(
+                            "a {HERMES_OPEN} block holds one call and ends with {HERMES_CLOSE}, found: {}",
+                            preview(after)
+                        )),
+                    });
                 };
-                calls.push(parse(call)?);
-                rest = after.trim_start();
+                calls.push(call);
+                rest = after.trim_start_matches(JSON_SPACE);
             }
             Ok(Some(calls))
         }
         WireFormat::Mistral => match answer.strip_prefix(MISTRAL_OPEN) {
-            Some(list) => Ok(Some(as_list(parse(list)?))),
+            Some(list) => match parse(list)? {
+                Json::Array(items) => Ok(Some(items)),
+                _ => Err(malformed(format!(
+                    "after {MISTRAL_OPEN} the calls are a JSON list: {}",
+                    example(options)
+                ))),
+            },
             None => Ok(None),
         },
         WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
             if answer.starts_with('{') || answer.starts_with('[') {
-                Ok(Some(as_list(parse(answer)?)))
+                Ok(Some(as_list(parse(answer)?)?))
             } else {
                 Ok(None)
             }
@@ -302,7 +396,7 @@ fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Value>>,
 fn check_call(
     registry: &ToolRegistry,
     options: &CallOptions,
-    raw: &Value,
+    raw: &Json,
     index: usize,
 ) -> Result<ToolCall, Vec<Fault>> {
     let (name_key, arguments_key) = (options.wire.name_key(), options.wire.arguments_key());
@@ -314,17 +408,20 @@ fn check_call(
             message,
         }]
     };
-    let Value::Object(object) = raw else {
+    let Json::Object(object) = raw else {
         return Err(fault(
             "call-malformed",
             None,
-            format!(
-                "a tool call is a JSON object, like {}",
-                example(options.wire)
-            ),
+            format!("a tool call is a JSON object, like {}", example(options)),
         ));
     };
-    let Some(Value::String(name)) = object.get(name_key) else {
+    let get = |key: &str| {
+        object
+            .iter()
+            .find(|(known, _)| known == key)
+            .map(|(_, value)| value)
+    };
+    let Some(Json::String(name)) = get(name_key) else {
         return Err(fault(
             "call-malformed",
             None,
@@ -366,9 +463,9 @@ fn check_call(
             format!("only tool '{chosen}' may be called here, not '{name}'"),
         ));
     }
-    if let Some(extra) = object
-        .keys()
-        .find(|key| *key != name_key && *key != arguments_key)
+    if let Some((extra, _)) = object
+        .iter()
+        .find(|(key, _)| key != name_key && key != arguments_key)
     {
         return Err(fault(
             "call-malformed",
@@ -378,19 +475,46 @@ fn check_call(
             ),
         ));
     }
-    let arguments = object
-        .get(arguments_key)
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    check_arguments(
-        tool,
-        &arguments,
-        options.schema.additional_properties_default,
-    )?;
+    let Some(arguments) = get(arguments_key) else {
+        return Err(fault(
+            "call-malformed",
+            Some(name),
+            format!(
+                "the call of tool '{name}' has no \"{arguments_key}\"; write them, {{}} when there are none: {{\"{name_key}\": \"{name}\", \"{arguments_key}\": {{}}}}"
+            ),
+        ));
+    };
+    let syntax = call_number_syntax(&options.schema.numbers);
+    let mut faults = Vec::new();
+    for (pointer, number) in arguments.numbers() {
+        if let Some(why) = outside_syntax(number, &syntax) {
+            let at = match pointer.as_str() {
+                "" => String::new(),
+                pointer => format!(" at {pointer}"),
+            };
+            faults.push(Fault {
+                code: "arguments-invalid",
+                tool: Some(name.clone()),
+                message: format!(
+                    "invalid argument{at} for tool '{name}': the number {number} has {why}"
+                ),
+                pointer: Some(pointer),
+            });
+        }
+    }
+    if !faults.is_empty() {
+        return Err(faults);
+    }
+    let value = arguments
+        .to_value()
+        .expect("numbers within the call syntax are finite doubles");
+    check_arguments(tool, &value, options.schema.additional_properties_default)?;
+    let mut text = String::new();
+    arguments.write_compact(&mut text);
     Ok(ToolCall {
-        id: call_id(name, &arguments, index),
+        id: call_id(name, &text, index),
         name: name.clone(),
-        arguments,
+        arguments: Arguments::new(text, value),
     })
 }
 
@@ -526,7 +650,7 @@ fn close_objects(schema: &mut Value) {
 }
 
 /// `call_` and 16 hex digits of an FNV-1a hash of the call and its place.
-fn call_id(name: &str, arguments: &Value, index: usize) -> String {
+fn call_id(name: &str, arguments: &str, index: usize) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let text = format!("{index}\u{0}{name}\u{0}{arguments}");
     for byte in text.bytes() {
@@ -536,8 +660,10 @@ fn call_id(name: &str, arguments: &Value, index: usize) -> String {
     format!("call_{hash:016x}")
 }
 
-/// How a call looks in the wire format, for messages.
-fn example(wire: WireFormat) -> String {
+/// How the calls look in the wire format, for messages (a list when several may be
+/// written).
+fn example(options: &CallOptions) -> String {
+    let wire = options.wire;
     let call = format!(
         "{{\"{}\": \"<tool>\", \"{}\": {{...}}}}",
         wire.name_key(),
@@ -546,6 +672,7 @@ fn example(wire: WireFormat) -> String {
     match wire {
         WireFormat::Hermes => format!("{HERMES_OPEN}\n{call}\n{HERMES_CLOSE}"),
         WireFormat::Mistral => format!("{MISTRAL_OPEN}[{call}]"),
+        _ if options.parallel() => format!("[{call}]"),
         _ => call,
     }
 }

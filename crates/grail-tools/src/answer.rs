@@ -1,0 +1,336 @@
+//! Where an answer's free text ends and its calls begin: the one definition the grammar
+//! ([`crate::tool_call_grammar`]), the lazy grammar's trigger and the validator
+//! ([`crate::validate_output`]) are all derived from.
+//!
+//! With `tool_choice` `auto`, an answer is either the calls, or free text optionally
+//! followed by the calls. The text
+//!
+//! - never starts with whitespace, nor with a character a call can start with (`{` and
+//!   `[` on the JSON wires, `[` on `mistral`, `<` on `hermes`), nor with `<` when a
+//!   reasoning block may come first: an answer starting with one of these is read as
+//!   calls (or as the reasoning block), and must be one;
+//! - never contains a call's start ([`CallStart`]: `<tool_call>`, `[TOOL_CALLS]`, or a
+//!   `{` followed by the name key and its colon, whitespace allowed between, on the JSON
+//!   wires). Where the first one appears, the calls begin (on the JSON wires with several
+//!   calls, at the `[` just before it when there is one; a bare call object there is
+//!   refused, as the calls are a list).
+//!
+//! The grammar writes the text as an automaton that can never complete a call's start; the
+//! validator runs the same automaton over the answer to find where the calls begin.
+
+use grail_grammar::{CharSet, Expr, GrammarBuilder};
+
+use crate::grammar::{CallOptions, THINK_OPEN, Think};
+use crate::wire::{HERMES_OPEN, MISTRAL_OPEN, WireFormat};
+
+/// The characters JSON calls whitespace (and the only ones `\s` stands for here).
+pub(crate) const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// One element of a call's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// This character.
+    Char(char),
+    /// Any JSON whitespace, zero or more characters.
+    Spaces,
+}
+
+/// What starts a call inside an answer, as an automaton over characters: the text may
+/// never complete it. Its first character appears nowhere else in it, so a match starts
+/// at the last occurrence of that character before the match ends.
+#[derive(Debug, Clone)]
+pub(crate) struct CallStart {
+    parts: Vec<Part>,
+    /// The automaton: `states[s]` is a sorted list of NFA positions; `next[s]` the state
+    /// after each character of `alphabet`, then after any other character (last entry);
+    /// `None` where a call's start is complete.
+    states: Vec<Vec<usize>>,
+    next: Vec<Vec<Option<usize>>>,
+    alphabet: Vec<char>,
+}
+
+impl CallStart {
+    /// The start of a call in `options`' wire format.
+    pub(crate) fn of(options: &CallOptions) -> CallStart {
+        let parts: Vec<Part> = match options.wire {
+            WireFormat::Hermes => HERMES_OPEN.chars().map(Part::Char).collect(),
+            WireFormat::Mistral => MISTRAL_OPEN.chars().map(Part::Char).collect(),
+            WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
+                let mut parts = vec![Part::Char('{'), Part::Spaces, Part::Char('"')];
+                parts.extend(options.wire.name_key().chars().map(Part::Char));
+                parts.extend([Part::Char('"'), Part::Spaces, Part::Char(':')]);
+                parts
+            }
+        };
+        CallStart::build(parts)
+    }
+
+    fn build(parts: Vec<Part>) -> CallStart {
+        let mut alphabet: Vec<char> = parts
+            .iter()
+            .flat_map(|part| match part {
+                Part::Char(c) => vec![*c],
+                Part::Spaces => JSON_SPACE.to_vec(),
+            })
+            .collect();
+        alphabet.sort_unstable();
+        alphabet.dedup();
+        // Positions reachable from `positions` without reading (over `Spaces`).
+        let close = |mut positions: Vec<usize>| -> Vec<usize> {
+            let mut index = 0;
+            while index < positions.len() {
+                let at = positions[index];
+                if parts.get(at) == Some(&Part::Spaces) && !positions.contains(&(at + 1)) {
+                    positions.push(at + 1);
+                }
+                index += 1;
+            }
+            positions.sort_unstable();
+            positions
+        };
+        // A match may begin anywhere: position 0 is always in the set.
+        let step = |positions: &[usize], c: Option<char>| -> Option<Vec<usize>> {
+            let mut next = vec![0];
+            for &at in positions {
+                let advanced = match (parts.get(at), c) {
+                    (Some(Part::Char(expected)), Some(c)) if *expected == c => Some(at + 1),
+                    (Some(Part::Spaces), Some(c)) if JSON_SPACE.contains(&c) => Some(at),
+                    _ => None,
+                };
+                if let Some(advanced) = advanced {
+                    if advanced == parts.len() {
+                        return None;
+                    }
+                    next.push(advanced);
+                }
+            }
+            next.sort_unstable();
+            next.dedup();
+            let next = close(next);
+            match next.last() == Some(&parts.len()) {
+                true => None,
+                false => Some(next),
+            }
+        };
+        let mut states = vec![close(vec![0])];
+        let mut next: Vec<Vec<Option<usize>>> = Vec::new();
+        let mut index = 0;
+        while index < states.len() {
+            let mut row = Vec::with_capacity(alphabet.len() + 1);
+            for c in alphabet.iter().copied().map(Some).chain([None]) {
+                let target = step(&states[index], c).map(|target| {
+                    match states.iter().position(|known| *known == target) {
+                        Some(known) => known,
+                        None => {
+                            states.push(target);
+                            states.len() - 1
+                        }
+                    }
+                });
+                row.push(target);
+            }
+            next.push(row);
+            index += 1;
+        }
+        CallStart {
+            parts,
+            states,
+            next,
+            alphabet,
+        }
+    }
+
+    /// The column of `next` for `c`.
+    fn column(&self, c: char) -> usize {
+        self.alphabet
+            .binary_search(&c)
+            .unwrap_or(self.alphabet.len())
+    }
+
+    /// The first character of a call's start.
+    fn first(&self) -> char {
+        match self.parts[0] {
+            Part::Char(c) => c,
+            Part::Spaces => unreachable!("a call's start begins with a character"),
+        }
+    }
+
+    /// Where the first call's start in `text` begins, if one is complete in it.
+    pub(crate) fn find(&self, text: &str) -> Option<usize> {
+        let mut state = 0;
+        let mut last_first = None;
+        for (index, c) in text.char_indices() {
+            if c == self.first() {
+                last_first = Some(index);
+            }
+            match self.next[state][self.column(c)] {
+                Some(next) => state = next,
+                None => return last_first,
+            }
+        }
+        None
+    }
+
+    /// Text that never completes a call's start, from the automaton's start: one rule per
+    /// state (`<name>`, `<name>-1`, …), each looping on the characters that keep it and
+    /// ending anywhere.
+    pub(crate) fn avoiding(&self, builder: &mut GrammarBuilder, name: &str) -> Expr {
+        let rules: Vec<_> = (0..self.states.len())
+            .map(|state| match state {
+                0 => builder.declare(name),
+                _ => builder.declare(&format!("{name}-{state}")),
+            })
+            .collect();
+        for (state, &rule) in rules.iter().enumerate() {
+            let row = &self.next[state];
+            let other = row[self.alphabet.len()];
+            // Characters of the alphabet, grouped by where they lead.
+            let mut groups: Vec<(Option<usize>, Vec<char>)> = Vec::new();
+            for (&c, &target) in self.alphabet.iter().zip(row) {
+                match groups.iter_mut().find(|(known, _)| *known == target) {
+                    Some((_, chars)) => chars.push(c),
+                    None => groups.push((target, vec![c])),
+                }
+            }
+            let set =
+                |chars: &[char]| CharSet::new(chars.iter().map(|&c| (c as u32, c as u32)), false);
+            // The loop: characters that stay here (with the others, when they do).
+            let staying: Vec<char> = groups
+                .iter()
+                .filter(|(target, _)| *target == Some(state))
+                .flat_map(|(_, chars)| chars.iter().copied())
+                .collect();
+            let looping = match other == Some(state) {
+                // Anything but the characters that leave.
+                true => {
+                    let leaving: Vec<char> = self
+                        .alphabet
+                        .iter()
+                        .copied()
+                        .filter(|c| !staying.contains(c))
+                        .collect();
+                    Some(Expr::Chars(CharSet::new(
+                        leaving.iter().map(|&c| (c as u32, c as u32)),
+                        true,
+                    )))
+                }
+                false => (!staying.is_empty()).then(|| Expr::Chars(set(&staying))),
+            };
+            let mut choices = vec![Expr::Empty];
+            for (target, chars) in &groups {
+                match target {
+                    Some(target) if *target != state => choices.push(Expr::sequence([
+                        Expr::Chars(set(chars)),
+                        Expr::Rule(rules[*target]),
+                    ])),
+                    _ => {}
+                }
+            }
+            if let Some(target) = other
+                && target != state
+            {
+                choices.push(Expr::sequence([
+                    Expr::Chars(CharSet::new(
+                        self.alphabet.iter().map(|&c| (c as u32, c as u32)),
+                        true,
+                    )),
+                    Expr::Rule(rules[target]),
+                ]));
+            }
+            let body = match looping {
+                Some(looping) => Expr::sequence([looping.zero_or_more(), Expr::choice(choices)]),
+                None => Expr::choice(choices),
+            };
+            builder.define(rule, body).expect("declared above");
+        }
+        Expr::Rule(rules[0])
+    }
+}
+
+/// The characters free text may not start with: whitespace, `extra`, and `<` when a
+/// reasoning block may come first (text starting with `<` could be an unclosed
+/// `<think>`).
+pub(crate) fn not_first(think: Think, extra: &[char]) -> Vec<char> {
+    let mut chars = JSON_SPACE.to_vec();
+    chars.extend_from_slice(extra);
+    if think == Think::Optional {
+        debug_assert!(THINK_OPEN.starts_with('<'));
+        chars.push('<');
+    }
+    chars.sort_unstable();
+    chars.dedup();
+    chars
+}
+
+/// The characters the calls (or a call) may start with in `options`' wire format: an
+/// answer under `auto` that starts with one is read as calls.
+pub(crate) fn call_first_chars(wire: WireFormat) -> &'static [char] {
+    match wire {
+        WireFormat::Hermes => &['<'],
+        WireFormat::Mistral => &['['],
+        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => &['{', '['],
+    }
+}
+
+/// Where the calls begin in an `auto` answer (see the module doc): at 0 when it starts
+/// with a character calls start with, at the first call's start otherwise (on the JSON
+/// wires with several calls, at the `[` just before it when there is one), `None` when
+/// the answer is all text.
+pub(crate) fn calls_begin(options: &CallOptions, answer: &str) -> Option<usize> {
+    let first = answer.chars().next()?;
+    if call_first_chars(options.wire).contains(&first) {
+        return Some(0);
+    }
+    let start = CallStart::of(options).find(answer)?;
+    let json_list = options.parallel()
+        && matches!(
+            options.wire,
+            WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3
+        );
+    if json_list {
+        let before = answer[..start].trim_end_matches(JSON_SPACE);
+        if before.ends_with('[') {
+            return Some(before.len() - 1);
+        }
+    }
+    Some(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::CallOptions;
+
+    fn options(wire: WireFormat, parallel: bool) -> CallOptions {
+        CallOptions {
+            wire,
+            max_calls: if parallel { None } else { Some(1) },
+            ..CallOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_call_start_is_found_where_it_begins() {
+        let start = CallStart::of(&options(WireFormat::OpenAi, false));
+        assert_eq!(start.find(r#"Sure. {"name": "x"}"#), Some(6));
+        assert_eq!(start.find("Sure. {\n  \"name\"\t:"), Some(6));
+        assert_eq!(start.find(r#"a {{"name":"#), Some(3));
+        assert_eq!(start.find(r#"{"names": 1} {"name" 2}"#), None);
+        assert_eq!(start.find(r#"{"name""#), None);
+        let hermes = CallStart::of(&options(WireFormat::Hermes, false));
+        assert_eq!(hermes.find("x <tool_cal <tool_call>"), Some(12));
+        assert_eq!(hermes.find("x <tool_call"), None);
+    }
+
+    #[test]
+    fn calls_begin_at_the_list_before_a_call_with_several_calls() {
+        let several = options(WireFormat::OpenAi, true);
+        assert_eq!(calls_begin(&several, r#"See [ {"name": 1}"#), Some(4));
+        assert_eq!(calls_begin(&several, r#"See {"name": 1}"#), Some(4));
+        assert_eq!(calls_begin(&several, r#"[1]"#), Some(0));
+        assert_eq!(calls_begin(&several, "plain"), None);
+        let mistral = options(WireFormat::Mistral, false);
+        assert_eq!(calls_begin(&mistral, "[1, 2]"), Some(0));
+        assert_eq!(calls_begin(&mistral, "so [TOOL_CALLS][]"), Some(3));
+    }
+}
