@@ -4,26 +4,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    /// Context, no action needed.
-    Note,
-    /// The grammar is weaker than the schema here (lenient mode), or something is odd.
-    Warning,
-    /// The schema is refused.
-    Error,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self {
-            Severity::Note => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        })
-    }
-}
+/// How serious a finding is: the severity of every diagnostic in Grail, GBNF's included.
+pub use grail_syntax::Severity;
 
 /// One finding about a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,6 +24,13 @@ impl Severity {
     }
 }
 
+impl std::fmt::Display for Severity {
+    /// The lowercase name, as [`Severity::as_str`].
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
 /// A secondary location shown with a diagnostic, with a short label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Label {

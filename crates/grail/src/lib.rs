@@ -68,7 +68,6 @@ pub use grail_grammar::{
     BuildError, CharSet, CheckOptions, CheckReport, Expr, Grammar, GrammarBuilder, Limits, Target,
     check, print_grammar,
 };
-// `grail_schema::Severity` stays in `schema`: the top-level `Severity` is GBNF's.
 pub use grail_schema::{
     Dialect, KeyOrder, Mode, SchemaDiagnostic, SchemaError, SchemaGrammar, SchemaLimits,
     SchemaOptions, Whitespace, schema_text_to_grammar, schema_to_grammar,
