@@ -19,6 +19,7 @@
 //! assert!(matcher.is_accepting());
 //! assert!(matcher.accept_str("!").is_err());
 //! ```
+#![warn(missing_docs)]
 
 mod chunked_vec;
 mod compile;

@@ -23,6 +23,7 @@
 //! assert!(generation.text() == "yes" || generation.text() == "no");
 //! assert_eq!(generation.finish, Finish::Stop);
 //! ```
+#![warn(missing_docs)]
 
 pub mod chat;
 mod decode;

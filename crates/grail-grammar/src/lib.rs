@@ -19,6 +19,7 @@
 //! assert_eq!(report.diagnostics[0].code, "rule-undefined");
 //! assert_eq!(report.diagnostics[0].help.as_deref(), Some("did you mean `number`?"));
 //! ```
+#![warn(missing_docs)]
 
 pub mod analysis;
 pub mod builder;

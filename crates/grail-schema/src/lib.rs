@@ -25,6 +25,7 @@
 //! let diagnostics = refused.unwrap_err().diagnostics().to_vec();
 //! assert_eq!(diagnostics[0].keyword_pointer(), "/uniqueItems");
 //! ```
+#![warn(missing_docs)]
 
 mod calls;
 mod char_automaton;

@@ -15,6 +15,7 @@
 //!   [`guard`]: which `Host`, `Origin` and content types are accepted.
 //!
 //! See docs/server.md for the HTTP contract and its choices.
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod backend;

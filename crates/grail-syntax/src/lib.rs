@@ -10,6 +10,7 @@
 //! assert_eq!(grail_syntax::format("root ::= \"a\"+ # one or more\n", &parsed.grammar),
 //!            "root ::= \"a\"+ # one or more\n");
 //! ```
+#![warn(missing_docs)]
 
 pub mod ast;
 pub mod diagnostic;

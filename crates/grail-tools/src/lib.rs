@@ -24,6 +24,7 @@
 //! let checked = validate_output(&registry, &options, r#"{"name": "get_weather", "arguments": {}}"#);
 //! assert_eq!(checked.unwrap_err().feedback(), "missing required arguments ['city'] for tool 'get_weather'");
 //! ```
+#![warn(missing_docs)]
 
 mod answer;
 mod arguments;

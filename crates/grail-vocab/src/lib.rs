@@ -17,6 +17,7 @@
 //! assert_eq!(vocabulary.text(0), None);
 //! assert!(vocabulary.is_end_of_generation(0));
 //! ```
+#![warn(missing_docs)]
 
 mod bitmask;
 mod byte_level;

@@ -59,6 +59,7 @@
 //! assert!(!mask.is_set(space_a));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![warn(missing_docs)]
 
 pub use grail_engine::{
     AcceptError, CompileError, CompileOptions, CompiledGrammar, EngineLimits, LimitExceeded,
