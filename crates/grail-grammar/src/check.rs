@@ -5,6 +5,7 @@ use grail_syntax::{Diagnostic, Severity, Span, SyntaxError, parse_with_limits};
 use crate::analysis::{
     left_recursive_cycles, nullable_rules, productive_rules, reachable_rules, references,
 };
+use crate::class_ranges::suspicious_ranges;
 use crate::finding::{Finding, FindingKind, LlamaLeftRecursion, Target};
 use crate::graph::strongly_connected_components;
 use crate::ir::Grammar;
@@ -13,7 +14,6 @@ use crate::lints::optional_chains;
 use crate::llama_cpp::{LlamaCppModel, LlamaCycle, model};
 use crate::llama_slow::slow_nesting;
 use crate::lower::lower;
-use crate::ranges::suspicious_ranges;
 
 /// How to check a grammar.
 #[derive(Debug, Clone)]

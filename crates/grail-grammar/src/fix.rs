@@ -28,9 +28,9 @@ use grail_syntax::ast::{self, Alternatives, Quantifier, QuantifierStyle, Term, T
 use grail_syntax::format::print_rules;
 use grail_syntax::{LineIndex, ParseLimits, Span, SyntaxError, parse_with_limits};
 
+use crate::class_ranges::reversed_range;
 use crate::finding::FindingKind;
 use crate::llama_cpp::{LLAMA_REPETITION_THRESHOLD, model};
-use crate::ranges::reversed_range;
 
 /// Rounds of fixing before giving up on reaching a fixed point.
 const MAX_ROUNDS: usize = 64;

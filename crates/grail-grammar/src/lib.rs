@@ -25,6 +25,7 @@ pub mod analysis;
 pub mod builder;
 pub mod charset;
 pub mod check;
+pub mod class_ranges;
 pub mod compose;
 pub mod finding;
 pub mod fix;
@@ -37,7 +38,6 @@ pub mod llama_slow;
 pub mod load;
 pub mod lower;
 pub mod print;
-pub mod ranges;
 pub mod scalar_set;
 pub mod tokens;
 

@@ -6,13 +6,13 @@ use grail_syntax::Span;
 use grail_syntax::ast::{self, Alternatives, TermKind, TokenRef};
 
 use crate::charset::{CharSet, MAX_CODE_POINT};
+use crate::class_ranges::reversed_range;
 use crate::finding::{Finding, FindingKind};
 use crate::ir::{
     Grammar, Repetition, Rule, RuleId, Sequence, Symbol, SymbolKind, Token, TokenReference,
 };
 use crate::limits::Limits;
 use crate::llama_cpp::LLAMA_NO_MAXIMUM;
-use crate::ranges::reversed_range;
 
 /// The result of lowering: the IR when there were no errors, and every finding.
 #[derive(Debug, Clone)]

@@ -816,10 +816,10 @@ fn exponent_suffix(
 }
 
 mod automaton;
-mod ranges;
+mod range_grammar;
 
 use automaton::*;
-use ranges::*;
+use range_grammar::*;
 
 #[cfg(test)]
 mod tests;
