@@ -201,7 +201,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
+    let ended = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -231,7 +231,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             Err(ServeError::Backend(_)) => anyhow::Ok(ExitCode::FAILURE),
             Err(error) => Err(error.into()),
         }
-    })
+    });
+    // The drain is over: answers a backend still holds (past their deadline) are not
+    // waited for.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    ended
 }
 
 /// Resolves on SIGINT or SIGTERM.

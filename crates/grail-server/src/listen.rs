@@ -4,7 +4,8 @@
 //! answered 503 and closed), and a graceful shutdown that cannot wait forever.
 //!
 //! Shutdown drains: once it begins, connections opened before it finish their requests
-//! (idle ones close at once, half-sent heads within `header_timeout`), while new
+//! (idle ones close at once; one that has sent nothing yet gets its first request
+//! answered 503, or is closed after `header_timeout`), while new
 //! connections are still accepted and answered 503 `shutting_down` (with `Retry-After`),
 //! so a load balancer sees why instead of a refused connection. The drain ends when the
 //! earlier connections are gone, or after `request_timeout` plus `header_timeout` at the
@@ -13,12 +14,13 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
 use hyper::server::conn::http1;
+use hyper::service::{Service, service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -162,7 +164,16 @@ fn admit(
         // One answer (a 503), then the connection closes.
         builder.keep_alive(false);
     }
-    let service = TowerToHyperService::new(app.clone());
+    // Whether the connection has carried a request: one that has not is left to send
+    // its first (answered 503 with `Connection: close`) rather than closed under a
+    // client that connected just before the shutdown.
+    let seen = Arc::new(AtomicBool::new(false));
+    let marker = seen.clone();
+    let inner = TowerToHyperService::new(app.clone());
+    let service = service_fn(move |request| {
+        marker.store(true, Ordering::SeqCst);
+        inner.call(request)
+    });
     let mut closing = closing.subscribe();
     tokio::spawn(async move {
         let _counted = counted;
@@ -177,8 +188,12 @@ fn admit(
             _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => false,
         };
         if !closed {
-            // Idle: closed now; a request in flight: answered, then closed.
-            connection.as_mut().graceful_shutdown();
+            if seen.load(Ordering::SeqCst) {
+                // Idle: closed now; a request in flight: answered, then closed.
+                connection.as_mut().graceful_shutdown();
+            }
+            // Otherwise its first request is answered 503 and closes it, or the
+            // header timeout does.
             let _ = connection.await;
         }
     });

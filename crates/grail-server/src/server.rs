@@ -175,7 +175,27 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(api)
         .route("/health", get(health))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            close_when_stopping,
+        ))
         .with_state(state)
+}
+
+/// While the server shuts down, every answer closes its connection.
+async fn close_when_stopping(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if state.shutting_down.load(Ordering::SeqCst) {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 async fn not_found() -> ApiError {
