@@ -79,14 +79,17 @@ impl TestServer {
                 .enable_all()
                 .build()
                 .unwrap();
-            runtime.block_on(async move {
+            let ended = runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 address_sender.send(listener.local_addr().unwrap()).unwrap();
                 grail_server::serve(listener, state, async {
                     let _ = stopped.await;
                 })
                 .await
-            })
+            });
+            // Answers still held by a stuck backend are not waited for.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            ended
         });
         TestServer {
             address: address_receiver.recv().unwrap(),
