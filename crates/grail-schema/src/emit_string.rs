@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::char_automaton::CharDfa;
 use crate::convert::Converter;
 use crate::emit::Primitive;
-use crate::format::{FormatGrammar, format_grammar, format_superset, is_annotation};
+use crate::format::{FormatGrammar, char_lengths, format_grammar, format_superset, is_annotation};
 use crate::json_text::{encoded_char, encoded_set};
 use crate::pattern::{pattern_char_lengths, pattern_expr};
 use crate::shape::{Shape, Typed, Types};
@@ -52,17 +52,52 @@ impl Converter<'_> {
             .cloned()
             .collect();
         if let Some(format) = formats.first() {
-            let alone = formats.len() == 1
-                && rules.patterns.is_empty()
-                && rules.forbidden.is_empty()
-                && excluded.is_empty()
-                && min == 0
-                && max.is_none();
-            if !alone {
+            // The format's grammar is kept; what it cannot say beside it is reported where
+            // it is written (and dropped, leniently). Lengths every string of the format
+            // already has (`minLength: 1` on a `uri`) are no constraint.
+            let kept = format!("`format: {}`", format.value);
+            for other in formats[1..].iter().chain(&rules.patterns) {
+                self.unsupported(
+                    &other.pointer,
+                    other.keyword,
+                    format!("beside {kept}, the grammar keeps the format alone"),
+                );
+            }
+            for forbidden in &rules.forbidden {
+                self.unsupported(
+                    &forbidden.pointer,
+                    forbidden.keyword,
+                    format!("beside {kept}, the grammar keeps the format alone"),
+                );
+            }
+            for value in typed
+                .excluded
+                .iter()
+                .filter(|value| value.value.is_string())
+            {
+                self.unsupported(
+                    &value.pointer,
+                    value.keyword,
+                    format!("excluding values beside {kept} is not expressed in the grammar"),
+                );
+            }
+            let (least, most) = self.format_char_lengths(&format.value).unwrap_or((0, None));
+            if min > least {
                 self.unsupported(
                     &format.pointer,
-                    format.keyword,
-                    "`format` beside other string constraints (another format, `pattern`, lengths, excluded values) is not expressed in the grammar",
+                    "minLength",
+                    format!(
+                        "beside {kept} (whose strings have at least {least} characters), a least length is not expressed in the grammar"
+                    ),
+                );
+            }
+            if let Some(max) = max
+                && most.is_none_or(|most| most > max)
+            {
+                self.unsupported(
+                    &format.pointer,
+                    "maxLength",
+                    format!("beside {kept}, a greatest length is not expressed in the grammar"),
                 );
             }
             return Some(self.format(format));
@@ -212,6 +247,20 @@ impl Converter<'_> {
             }
             FormatGrammar::Annotation => self.primitive(Primitive::String),
         }
+    }
+
+    /// The least and the most characters of the strings in the format named `name`, from
+    /// the grammar [`Converter::format`] writes for it, when they are known.
+    fn format_char_lengths(&self, name: &str) -> Option<(u64, Option<u64>)> {
+        let llama = self.options.llama_dialect();
+        let expr = match llama.then(|| crate::format_llama::llama_format(name)) {
+            Some(Some(expr)) => expr,
+            _ => match format_grammar(name) {
+                FormatGrammar::Exact(expr) => expr,
+                _ => return None,
+            },
+        };
+        char_lengths(&expr)
     }
 
     /// A string matching one `pattern` (as a whole-string match in llama.cpp's dialect).

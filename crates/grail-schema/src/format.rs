@@ -178,6 +178,49 @@ pub fn format_superset(name: &str) -> Option<Expr> {
     }
 }
 
+/// The least and the most characters of the strings `expr` writes between a string's
+/// quotes (`None` for no most), when every character written is one character of the
+/// string: `expr` can write no `\` (so no escape) and refers to no rule. `None`
+/// otherwise, or when `expr` writes nothing.
+pub fn char_lengths(expr: &Expr) -> Option<(u64, Option<u64>)> {
+    let add = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.saturating_add(b));
+    match expr {
+        Expr::Empty => Some((0, Some(0))),
+        Expr::Literal(text) => {
+            let count = text.chars().count() as u64;
+            (!text.contains('\\')).then_some((count, Some(count)))
+        }
+        Expr::Chars(set) => {
+            (!set.contains('\\' as u32) && !set.matches_nothing()).then_some((1, Some(1)))
+        }
+        Expr::Any | Expr::Rule(_) | Expr::Token(_) => None,
+        Expr::Sequence(items) => items.iter().try_fold((0, Some(0)), |(least, most), item| {
+            let (item_least, item_most) = char_lengths(item)?;
+            Some((least + item_least, add(most, item_most)))
+        }),
+        Expr::Choice(choices) => {
+            let mut lengths = choices.iter().map(char_lengths);
+            let first = lengths.next()??;
+            lengths.try_fold(first, |(least, most), lengths| {
+                let (item_least, item_most) = lengths?;
+                Some((
+                    least.min(item_least),
+                    most.zip(item_most).map(|(a, b)| a.max(b)),
+                ))
+            })
+        }
+        Expr::Repeat(item, min, max) => {
+            let (least, most) = char_lengths(item)?;
+            let most = match (max, most) {
+                (Some(0), _) | (_, Some(0)) => Some(0),
+                (Some(max), Some(most)) => Some(most.saturating_mul(u64::from(*max))),
+                _ => None,
+            };
+            Some((least.saturating_mul(u64::from(*min)), most))
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Building blocks.
 

@@ -9,7 +9,8 @@
 //!   (bool), `dialect` (`spec`/`llama.cpp`), `item_separator`, `key_separator`.
 //! - `valid`, `invalid`: texts (matched whole).
 //! - `refused` (optional): `["code", "/keyword/pointer"]` pairs the refusal must include.
-//! - `notes` (optional): codes of notes or warnings the conversion must report.
+//! - `notes` (optional): codes of notes or warnings the conversion must report, each
+//!   alone or as `["code", "/keyword/pointer"]`.
 
 use std::path::PathBuf;
 
@@ -144,12 +145,13 @@ fn run_case(case: &Value) -> Vec<String> {
                 failures.push("compiled, but should be refused".to_string());
             }
             for expected in expected_codes("notes") {
-                if !converted
-                    .diagnostics
-                    .iter()
-                    .any(|found| found.code == expected[0])
-                {
-                    failures.push(format!("no {} reported", expected[0]));
+                if !converted.diagnostics.iter().any(|found| {
+                    found.code == expected[0]
+                        && expected
+                            .get(1)
+                            .is_none_or(|pointer| found.keyword_pointer() == *pointer)
+                }) {
+                    failures.push(format!("no {expected:?} reported"));
                 }
             }
             let grammar = CompiledGrammar::compile(&converted.grammar, &Default::default())
