@@ -55,10 +55,8 @@ impl Vocabulary {
     #[napi(factory)]
     pub fn from_tokenizer_json(text: String, name: Option<String>) -> napi::Result<Vocabulary> {
         let name = name.unwrap_or_else(|| "tokenizer.json".to_string());
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|error| vocabulary_error(format!("{name} is not JSON: {error}")))?;
         let vocabulary =
-            grail_vocab::from_tokenizer_json(Path::new(&name), json).map_err(vocabulary_error)?;
+            grail_vocab::from_tokenizer_json(Path::new(&name), &text).map_err(vocabulary_error)?;
         Vocabulary::indexed(vocabulary)
     }
 

@@ -57,10 +57,8 @@ impl Vocabulary {
         eos_token_ids: Vec<u32>,
         name: &str,
     ) -> PyResult<Vocabulary> {
-        let json: serde_json::Value = serde_json::from_str(text)
-            .map_err(|error| vocabulary_error(format!("{name} is not JSON: {error}")))?;
         let vocabulary = py
-            .detach(|| grail_vocab::from_tokenizer_json(Path::new(name), json))
+            .detach(|| grail_vocab::from_tokenizer_json(Path::new(name), text))
             .map_err(vocabulary_error)?;
         let vocabulary = with_end_tokens(vocabulary, &eos_token_ids);
         Vocabulary::indexed(py, vocabulary)

@@ -61,16 +61,22 @@ pub fn load(path: &Path) -> Result<Vocabulary, VocabError> {
         }
     }
     let text = std::fs::read_to_string(path).map_err(io)?;
-    let json: serde_json::Value =
+    // Which JSON vocabulary this is, from its top-level keys alone (nothing is built).
+    #[derive(serde::Deserialize)]
+    struct TopLevelKeys {
+        model: Option<serde::de::IgnoredAny>,
+        tokens_hex: Option<serde::de::IgnoredAny>,
+    }
+    let keys: TopLevelKeys =
         serde_json::from_str(&text).map_err(|error| VocabError::Malformed {
             path: path.to_path_buf(),
             format: "JSON vocabulary",
             message: error.to_string(),
         })?;
-    if json.get("tokens_hex").is_some() {
-        neutral::from_neutral_json(path, json)
-    } else if json.get("model").is_some() {
-        hf::from_tokenizer_json(path, json)
+    if keys.tokens_hex.is_some() {
+        neutral::from_neutral_json(path, &text)
+    } else if keys.model.is_some() {
+        hf::from_tokenizer_json(path, &text)
     } else {
         Err(VocabError::Unsupported {
             path: path.to_path_buf(),

@@ -25,15 +25,15 @@ enum EosIds {
     Many(Vec<u32>),
 }
 
-/// Reads an engine-neutral `vocab.json` from its JSON value.
-pub fn from_neutral_json(path: &Path, json: serde_json::Value) -> Result<Vocabulary, VocabError> {
+/// Reads an engine-neutral `vocab.json` from its text.
+pub fn from_neutral_json(path: &Path, text: &str) -> Result<Vocabulary, VocabError> {
     let malformed = |message: String| VocabError::Malformed {
         path: path.to_path_buf(),
         format: "vocab.json",
         message,
     };
     let file: NeutralFile =
-        serde_json::from_value(json).map_err(|error| malformed(error.to_string()))?;
+        serde_json::from_str(text).map_err(|error| malformed(error.to_string()))?;
     let mut tokens = Vec::with_capacity(file.tokens_hex.len());
     for (id, hex) in file.tokens_hex.iter().enumerate() {
         tokens.push(decode_hex(hex).ok_or_else(|| {
