@@ -1,5 +1,5 @@
-//! Matcher benchmarks: throughput on a 1 MB JSON document, the ambiguous aⁿbⁿ grammar
-//! at growing n, next-character rule latency and compile time.
+//! Matcher benchmarks: throughput on a 1 MB JSON document, the ambiguous grammar on aⁿbⁿ
+//! and aⁿbⁿ⁄² at growing n, next-character rule latency and compile time.
 //!
 //! The JSON grammar is upstream llama.cpp's `json.gbnf` from `../shared` when present,
 //! otherwise the one in `testdata/match/json-values.match`. The document is generated
@@ -111,6 +111,23 @@ fn ambiguous_grammar(criterion: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &text, |bench, text| {
             bench.iter(|| {
                 let mut matcher = Matcher::new(&grammar);
+                matcher.accept_str(text).unwrap();
+                assert!(matcher.is_accepting());
+            })
+        });
+    }
+    group.finish();
+    // aⁿbⁿ⁄², streamed as `grail match` does (a history of 4 steps): every `a` may stay
+    // unpaired, so the parse keeps one frame per `a` to the end. Tail calls made jumps
+    // once kept the rule's start in every older frame (issue 48: cubic, 14 s at 1,600).
+    let mut group = criterion.benchmark_group("anbn_half");
+    group.sample_size(10);
+    for n in [400usize, 1600] {
+        let text = format!("{}{}", "a".repeat(n), "b".repeat(n / 2));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &text, |bench, text| {
+            bench.iter(|| {
+                let mut matcher = Matcher::new(&grammar);
+                matcher.set_history_limit(Some(4));
                 matcher.accept_str(text).unwrap();
                 assert!(matcher.is_accepting());
             })

@@ -114,6 +114,11 @@ pub(crate) struct GrammarGraph {
     pub(crate) token_sets: Vec<TokenSet>,
     pub(crate) rules: Vec<CompiledRule>,
     pub(crate) root: u32,
+    /// The calls in tail position compiled to jumps (see `elide_tail_calls`): the split
+    /// whose targets start at `tail_jumps_first + i` jumps to the start of rule
+    /// `tail_jumps[i].0`, for a call that continued at the return `tail_jumps[i].1`.
+    pub(crate) tail_jumps_first: u32,
+    pub(crate) tail_jumps: Vec<(u32, NodeId)>,
     /// `productive[node]`: the node can reach its rule's `Return`.
     pub(crate) productive: Vec<bool>,
     /// Optional copies of bounded repetitions that have a twin loop for masks (see
@@ -201,7 +206,8 @@ impl CompiledGrammar {
                 start,
             })
             .collect();
-        elide_tail_calls(
+        let tail_jumps_first = builder.split_targets.len() as u32;
+        let tail_jumps = elide_tail_calls(
             &mut builder.nodes,
             &mut builder.split_targets,
             &rules,
@@ -242,6 +248,8 @@ impl CompiledGrammar {
                 token_sets: builder.token_sets,
                 rules,
                 root: grammar.root.0,
+                tail_jumps_first,
+                tail_jumps,
                 productive,
                 counted: builder.counted,
                 countable_nodes,
@@ -284,6 +292,14 @@ impl GrammarGraph {
 
     pub(crate) fn is_productive(&self, node: NodeId) -> bool {
         self.productive[node as usize]
+    }
+
+    /// For the split whose targets start at `first`: when it is a tail call compiled to a
+    /// jump, the rule it jumps to and the return the call continued at.
+    #[inline]
+    pub(crate) fn tail_jump(&self, first: u32) -> Option<(u32, NodeId)> {
+        let index = first.checked_sub(self.tail_jumps_first)?;
+        self.tail_jumps.get(index as usize).copied()
     }
 }
 
@@ -926,12 +942,20 @@ impl GraphBuilder<'_, '_> {
 /// otherwise makes one frame per byte, each the caller of the next, and every return
 /// crosses the whole chain; with jumps the recursion is a loop whose steps repeat. Calls
 /// inside counted copies stay calls: a copy keeps its twin's layout.
+///
+/// Each jump is a one-target split whose target is appended to `split_targets`, in the
+/// order of the returned list: (the rule jumped to, the return the call continued at).
+/// The matcher still makes the call where a jump would lose the sharing of frames: when
+/// the rule is called at the same step anyway, or several frames jump to it there
+/// (`Matcher::close_step`; `root ::= "a" root "b" | "a" root |` otherwise keeps the
+/// rule's start in every older frame, and each step's call gets one caller per frame).
 fn elide_tail_calls(
     nodes: &mut [Node],
     split_targets: &mut Vec<NodeId>,
     rules: &[CompiledRule],
     counted: &[CountedCopy],
-) {
+) -> Vec<(u32, NodeId)> {
+    let mut jumps = Vec::new();
     // Copies are in node order and do not overlap.
     let in_counted_copy = |index: usize| {
         let after = counted.partition_point(|copy| copy.first as usize <= index);
@@ -950,7 +974,9 @@ fn elide_tail_calls(
         let first = split_targets.len() as u32;
         split_targets.push(rules[rule as usize].start);
         nodes[index] = Node::Split { first, count: 1 };
+        jumps.push((rule, next));
     }
+    jumps
 }
 
 /// No carrier node (see [`GrammarGraph::character_carriers`]).

@@ -94,6 +94,9 @@ pub(crate) struct Scratch {
     carried: Vec<Item>,
     /// For each rule, the generation and frame of its call at the current step.
     rule_calls: Vec<(u64, u32)>,
+    /// The tail jumps met in the step being closed, resolved once its worklist is empty
+    /// (see [`resolve_tail_jumps`]): (rule, the return the call continued at, frame).
+    pub(crate) tail_jumps: Vec<(u32, NodeId, u32)>,
     generation: u64,
     /// The input's character begun after the byte being stepped (for the record
     /// `close_step` pushes; taken, so it is `NONE` unless set before each step).
@@ -199,6 +202,7 @@ impl Matcher {
             twin_bounds: inheritance.twin_bounds,
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
+                tail_jumps: Vec::new(),
                 ..Scratch::default()
             },
         };
@@ -880,16 +884,27 @@ impl Matcher {
         }
         scratch.kernel.clear();
         let mut outcome = Ok(());
-        while let Some(item) = scratch.worklist.pop() {
+        scratch.tail_jumps.clear();
+        loop {
+            let Some(item) = scratch.worklist.pop() else {
+                if scratch.tail_jumps.is_empty() {
+                    break;
+                }
+                resolve_tail_jumps(graph, scratch, &mut self.frames, &mut self.links);
+                continue;
+            };
             match graph.nodes[item.node as usize] {
                 Node::Char { .. } | Node::Class { .. } | Node::Any { .. } | Node::Token { .. } => {
                     self.items.push(item);
                 }
-                Node::Split { first, count } => {
-                    for &target in graph.targets(first, count) {
-                        add(graph, scratch, target, item.frame);
+                Node::Split { first, count } => match graph.tail_jump(first) {
+                    Some((rule, end)) => scratch.tail_jumps.push((rule, end, item.frame)),
+                    None => {
+                        for &target in graph.targets(first, count) {
+                            add(graph, scratch, target, item.frame);
+                        }
                     }
-                }
+                },
                 Node::Call { rule, next } => {
                     let (called_at, existing) = scratch.rule_calls[rule as usize];
                     let callee = if called_at == generation {
@@ -1168,6 +1183,61 @@ fn scan_items(
             Step::Invalid => {}
         }
     }
+}
+
+/// Resolves the tail jumps met since the worklist last ran dry, rule by rule. A jump
+/// is a call whose return would only return its caller (`elide_tail_calls`), so either
+/// way matches the same: it jumps, the rule's start entered in the jumping frame, when
+/// that frame is the only one to enter the rule at this step, so right recursion stays a
+/// loop; otherwise it is made as the call, so the rule is entered once at this step and
+/// every caller shares that frame. Jumping there would enter the rule's start in each
+/// jumping frame (or beside the frame a call made), and those frames would live on side
+/// by side: `root ::= "a" root "b" | "a" root |` kept the start in every older frame and
+/// each step's call had one caller per frame, cubic time on `a`ⁿ.
+fn resolve_tail_jumps(
+    graph: &GrammarGraph,
+    scratch: &mut Scratch,
+    frames: &mut Vec<Frame>,
+    links: &mut Vec<Link>,
+) {
+    let mut jumps = std::mem::take(&mut scratch.tail_jumps);
+    jumps.sort_unstable();
+    jumps.dedup();
+    let generation = scratch.generation;
+    for group in jumps.chunk_by(|one, other| one.0 == other.0) {
+        let rule = group[0].0;
+        let (called_at, existing) = scratch.rule_calls[rule as usize];
+        let callee = if called_at == generation {
+            existing
+        } else if group.iter().all(|&(_, _, frame)| frame == group[0].2) {
+            add(graph, scratch, graph.rules[rule as usize].start, group[0].2);
+            continue;
+        } else {
+            let frame = frames.len() as u32;
+            frames.push(Frame {
+                callers: NO_LINK,
+                completed: false,
+                is_root: false,
+            });
+            scratch.rule_calls[rule as usize] = (generation, frame);
+            add(graph, scratch, graph.rules[rule as usize].start, frame);
+            frame
+        };
+        for &(_, end, caller) in group {
+            let callee_frame = &mut frames[callee as usize];
+            links.push(Link {
+                next: end,
+                frame: caller,
+                older: callee_frame.callers,
+            });
+            callee_frame.callers = (links.len() - 1) as u32;
+            if callee_frame.completed {
+                add(graph, scratch, end, caller);
+            }
+        }
+    }
+    jumps.clear();
+    scratch.tail_jumps = jumps;
 }
 
 /// Adds an item to the step being closed, once, if it can still complete.

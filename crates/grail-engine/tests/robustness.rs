@@ -42,6 +42,36 @@ fn an_ambiguous_grammar_hits_the_per_step_limit_instead_of_slowing_down() {
     }
 }
 
+/// The live state on `a`ⁿ of the ambiguous grammar stays linear in n: one frame per
+/// step, each with its two callers. When its tail call `"a" root` was a jump in the
+/// caller's frame, every older frame kept the rule's start and each step's call had one
+/// caller per frame: quadratic state, cubic time (issue 48; 14 s at n = 1,600). A size
+/// bound, not a timing: the state limit counts items, frames and links, here those of the
+/// last 64-odd steps the history trims in batches (about 2n items each) and the live
+/// frames and links; the quadratic state (n²/2 links) passed it before n = 1,100.
+#[test]
+fn an_ambiguous_grammar_keeps_a_linear_state() {
+    let n = 3_000;
+    let limits = EngineLimits {
+        max_state_items: 200 * n,
+        ..EngineLimits::default()
+    };
+    for source in [
+        r#"root ::= "a" root "b" | "a" root |"#,
+        // The same language, the tail call made through another rule.
+        "root ::= \"a\" root \"b\" | \"a\" tail | \"\"\ntail ::= root\n",
+    ] {
+        let grammar = compile_with(source, limits).unwrap();
+        let mut matcher = Matcher::new(&grammar);
+        matcher.set_history_limit(Some(4));
+        let text = format!("{}{}", "a".repeat(n), "b".repeat(n / 2));
+        matcher
+            .accept_str(&text)
+            .unwrap_or_else(|error| panic!("{source}: {error:?}"));
+        assert!(matcher.is_accepting());
+    }
+}
+
 #[test]
 fn the_state_limit_bounds_memory_with_full_history() {
     let limits = EngineLimits {

@@ -7,6 +7,8 @@
 //! rolls both back; here the target's items come straight from the state's items, and
 //! the state key, interning and the recorded transition are the same as that way's (the
 //! same helpers, on the same items in the same order), so states and masks are too.
+//! A tail jump (`elide_tail_calls`) stays a jump here only where `close_step` keeps it
+//! one: no call is made, so only a second frame jumping to the same rule changes it.
 
 use std::sync::Arc;
 
@@ -33,6 +35,7 @@ impl Matcher {
         scratch.seen.clear(graph.nodes.len());
         scratch.worklist.clear();
         scratch.regular_items.clear();
+        scratch.tail_jumps.clear();
         for &item in &scratch.carried {
             if scratch.seen.insert(item) {
                 scratch.regular_items.push(item);
@@ -49,6 +52,17 @@ impl Matcher {
                     scratch.regular_items.push(item);
                 }
                 Node::Split { first, count } => {
+                    if let Some((rule, _)) = graph.tail_jump(first) {
+                        // `close_step` makes the call when two frames jump to one rule.
+                        if scratch
+                            .tail_jumps
+                            .iter()
+                            .any(|&(other, _, frame)| other == rule && frame != item.frame)
+                        {
+                            return false;
+                        }
+                        scratch.tail_jumps.push((rule, 0, item.frame));
+                    }
                     for &target in graph.targets(first, count) {
                         add(graph, scratch, target, item.frame);
                     }
