@@ -312,28 +312,23 @@ pub fn registry_and_options(
             WireFormat::ALL.map(WireFormat::label).join(", ")
         ))
     })?;
-    let choice = match options.choice.as_deref().unwrap_or("auto") {
-        "auto" => ToolChoice::Auto,
-        "required" => ToolChoice::Required,
-        "none" => ToolChoice::None,
-        name => ToolChoice::Named(name.to_string()),
-    };
+    let choice: ToolChoice = options
+        .choice
+        .as_deref()
+        .unwrap_or("auto")
+        .parse()
+        .map_err(|error: grail_tools::ToolsError| invalid(error.to_string()))?;
     let max_calls = match options.parallel {
         None | Some(Either::A(false)) => Some(1),
         Some(Either::A(true)) => None,
         Some(Either::B(most)) => Some(most),
     };
-    let think = match options.think.as_deref() {
-        None => Think::Off,
-        Some("optional") => Think::Optional,
-        Some("required") => Think::Required,
-        Some("forced") => Think::Forced,
-        Some(other) => {
-            return Err(invalid(format!(
-                "think must be \"optional\", \"required\" or \"forced\", not {other:?}"
-            )));
-        }
-    };
+    let think: Think = options
+        .think
+        .as_deref()
+        .unwrap_or("off")
+        .parse()
+        .map_err(|error: grail_tools::ToolsError| invalid(error.to_string()))?;
     Ok(Ok((
         registry,
         CallOptions {

@@ -251,12 +251,9 @@ pub fn registry_and_options(
             WireFormat::ALL.map(WireFormat::label).join(", ")
         ))
     })?;
-    let choice = match choice {
-        "auto" => ToolChoice::Auto,
-        "required" => ToolChoice::Required,
-        "none" => ToolChoice::None,
-        name => ToolChoice::Named(name.to_string()),
-    };
+    let choice: ToolChoice = choice
+        .parse()
+        .map_err(|error: RustToolsError| PyValueError::new_err(error.to_string()))?;
     let max_calls = match parallel {
         None => Some(1),
         Some(value) => match value.extract::<bool>() {
@@ -265,17 +262,10 @@ pub fn registry_and_options(
             Err(_) => Some(value.extract::<u32>()?),
         },
     };
-    let think = match think {
-        None => Think::Off,
-        Some("optional") => Think::Optional,
-        Some("required") => Think::Required,
-        Some("forced") => Think::Forced,
-        Some(other) => {
-            return Err(PyValueError::new_err(format!(
-                "think must be \"optional\", \"required\" or \"forced\", not {other:?}"
-            )));
-        }
-    };
+    let think: Think = think
+        .unwrap_or("off")
+        .parse()
+        .map_err(|error: RustToolsError| PyValueError::new_err(error.to_string()))?;
     let options = CallOptions {
         wire,
         choice,

@@ -607,57 +607,12 @@ fn tool_choice(
     choice: Option<&Value>,
     tools: Option<&ToolRegistry>,
 ) -> Result<ToolChoice, ApiError> {
-    let param = Some("tool_choice");
-    let choice = match choice {
-        None | Some(Value::Null) => ToolChoice::Auto,
-        Some(Value::String(text)) => match text.as_str() {
-            "auto" => ToolChoice::Auto,
-            "required" => ToolChoice::Required,
-            "none" => ToolChoice::None,
-            other => {
-                return Err(ApiError::invalid(
-                    "invalid_value",
-                    param,
-                    format!(
-                        "tool_choice `{other}` is unknown; use auto, required, none or {{\"type\": \"function\", \"function\": {{\"name\": …}}}}"
-                    ),
-                ));
-            }
-        },
-        Some(object) => match object.pointer("/function/name").and_then(Value::as_str) {
-            Some(name) => ToolChoice::Named(name.to_string()),
-            None => {
-                return Err(ApiError::invalid(
-                    "invalid_value",
-                    param,
-                    "tool_choice as an object must be {\"type\": \"function\", \"function\": {\"name\": …}}",
-                ));
-            }
-        },
+    let invalid = |error: grail_tools::ToolsError| {
+        ApiError::invalid("invalid_value", Some("tool_choice"), error.to_string())
     };
-    match (&choice, tools) {
-        (ToolChoice::Required | ToolChoice::Named(_), None) => Err(ApiError::invalid(
-            "invalid_value",
-            param,
-            "tool_choice asks for a call, but the request has no tools",
-        )),
-        (ToolChoice::Named(name), Some(tools)) if tools.get(name).is_none() => {
-            Err(ApiError::invalid(
-                "invalid_value",
-                param,
-                format!(
-                    "tool_choice names `{name}`, which is not among the tools ({})",
-                    tools
-                        .tools
-                        .iter()
-                        .map(|tool| tool.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ))
-        }
-        _ => Ok(choice),
-    }
+    let choice = ToolChoice::from_openai(choice).map_err(invalid)?;
+    choice.check_against(tools).map_err(invalid)?;
+    Ok(choice)
 }
 
 /// The conversation as chat-template messages: `developer` is `system`; an assistant's

@@ -28,6 +28,7 @@
 
 mod answer;
 mod arguments;
+mod choice;
 mod error;
 pub mod filter;
 mod grammar;
