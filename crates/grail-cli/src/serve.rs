@@ -124,6 +124,7 @@ fn wire_format(label: &str) -> Result<WireFormat, String> {
 
 /// Runs `grail serve`.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    ignore_closed_sockets();
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");
     }
@@ -236,6 +237,18 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // waited for.
     runtime.shutdown_timeout(Duration::from_secs(2));
     ended
+}
+
+/// Ignores SIGPIPE again (`main` restores its default action for the other commands'
+/// output): hyper writes responses with `writev`, which has no `MSG_NOSIGNAL`, so a
+/// client that hangs up mid-answer would otherwise end the whole process, silently.
+fn ignore_closed_sockets() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `run`, before the server starts any thread; setting
+    // a signal's action to "ignore" has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.
