@@ -95,6 +95,42 @@ impl<R: Read> Reader<'_, R> {
         })
     }
 
+    /// Reads past one value of `kind` without keeping it (merges, scores and the rest of
+    /// the metadata a vocabulary does not need).
+    fn skip(&mut self, kind: u32) -> Result<(), VocabError> {
+        match kind {
+            8 => self.skip_string(),
+            9 => {
+                let element = self.u32()?;
+                let count = self.u64()?;
+                if count > MAX_ARRAY_LEN {
+                    return Err(self.malformed(format!("an array of {count} elements")));
+                }
+                if element == 9 {
+                    return Err(self.malformed("nested arrays are not supported"));
+                }
+                for _ in 0..count {
+                    self.skip(element)?;
+                }
+                Ok(())
+            }
+            _ => self.scalar(kind).map(drop),
+        }
+    }
+
+    fn skip_string(&mut self) -> Result<(), VocabError> {
+        let length = self.u64()?;
+        if length > MAX_STRING_BYTES {
+            return Err(self.malformed(format!("a string of {length} bytes")));
+        }
+        let skipped = std::io::copy(&mut (&mut self.input).take(length), &mut std::io::sink())
+            .map_err(|_| self.malformed("the metadata ends early"))?;
+        if skipped < length {
+            return Err(self.malformed("the metadata ends early"));
+        }
+        Ok(())
+    }
+
     fn value(&mut self, kind: u32) -> Result<Value, VocabError> {
         match kind {
             8 => Ok(Value::String(self.string()?)),
@@ -150,9 +186,22 @@ pub fn from_gguf(path: &Path) -> Result<Vocabulary, VocabError> {
     for _ in 0..pairs {
         let key = String::from_utf8_lossy(&reader.string()?).into_owned();
         let kind = reader.u32()?;
-        let value = reader.value(kind)?;
-        if key.starts_with("tokenizer.ggml.") || key == "general.name" {
+        let wanted = matches!(
+            key.as_str(),
+            "general.name"
+                | "tokenizer.ggml.tokens"
+                | "tokenizer.ggml.token_type"
+                | "tokenizer.ggml.model"
+                | "tokenizer.ggml.eos_token_id"
+                | "tokenizer.ggml.eot_token_id"
+                | "tokenizer.ggml.eom_token_id"
+                | "tokenizer.ggml.bos_token_id"
+        );
+        if wanted {
+            let value = reader.value(kind)?;
             metadata.insert(key, value);
+        } else {
+            reader.skip(kind)?;
         }
     }
     let Some(Value::Strings(strings)) = metadata.remove("tokenizer.ggml.tokens") else {

@@ -59,10 +59,24 @@ fn write_gguf(path: &Path, model: &str, tokens: &[&[u8]], types: &[i32], eos: u3
     out.extend_from_slice(b"GGUF");
     out.extend_from_slice(&3u32.to_le_bytes());
     out.extend_from_slice(&0u64.to_le_bytes());
-    out.extend_from_slice(&5u64.to_le_bytes());
+    out.extend_from_slice(&7u64.to_le_bytes());
     string(&mut out, b"general.architecture");
     out.extend_from_slice(&8u32.to_le_bytes());
     string(&mut out, b"llama");
+    // Metadata the vocabulary skips: an array of strings and an array of floats.
+    string(&mut out, b"tokenizer.ggml.merges");
+    out.extend_from_slice(&9u32.to_le_bytes());
+    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&2u64.to_le_bytes());
+    string(&mut out, b"a b");
+    string(&mut out, b"ab c");
+    string(&mut out, b"tokenizer.ggml.scores");
+    out.extend_from_slice(&9u32.to_le_bytes());
+    out.extend_from_slice(&6u32.to_le_bytes());
+    out.extend_from_slice(&(tokens.len() as u64).to_le_bytes());
+    for _ in tokens {
+        out.extend_from_slice(&(-1.5f32).to_le_bytes());
+    }
     string(&mut out, b"tokenizer.ggml.model");
     out.extend_from_slice(&8u32.to_le_bytes());
     string(&mut out, model.as_bytes());
