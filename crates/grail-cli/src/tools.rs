@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use grail_schema::{Mode, SchemaOptions};
 use grail_tools::{
     CallOptions, PoolFilter, Think, ToolChoice, ToolRegistry, ToolsError, WireFormat,
     lazy_tool_call_grammar, tool_call_grammar, validate_output,
@@ -197,7 +198,7 @@ pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
         options,
     } = match args.call.load()? {
         Ok(loaded) => loaded,
-        Err(error) => return Ok(report_error(&name, &error, args.format)),
+        Err(error) => return Ok(report_error(&name, &error, args.format, false)),
     };
     let filtered: Vec<serde_json::Value> = dropped
         .iter()
@@ -253,8 +254,31 @@ pub fn run_tools(args: &ToolsArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Ok(report_error(&name, &error, args.format)),
+        Err(error) => {
+            let lenient_helps = lenient_would_compile(&registry, &options, &error);
+            Ok(report_error(&name, &error, args.format, lenient_helps))
+        }
     }
+}
+
+/// True when `error` is a strict refusal that lenient mode would not give: the grammar
+/// compiles leniently (not when a schema is invalid, such as `"type": "dict"`).
+fn lenient_would_compile(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    error: &ToolsError,
+) -> bool {
+    if !matches!(error, ToolsError::SchemaRefused { .. }) || options.schema.mode == Mode::Lenient {
+        return false;
+    }
+    let lenient = CallOptions {
+        schema: SchemaOptions {
+            mode: Mode::Lenient,
+            ..options.schema.clone()
+        },
+        ..options.clone()
+    };
+    tool_call_grammar(registry, &lenient).is_ok()
 }
 
 /// A schema diagnostic of one tool, on one line.
@@ -271,8 +295,14 @@ fn tool_diagnostic(tool: &str, diagnostic: &grail_schema::SchemaDiagnostic) -> S
     line
 }
 
-/// Prints why the grammar could not be made; exit 1 for refused schemas, 2 otherwise.
-fn report_error(name: &str, error: &ToolsError, format: ToolsFormat) -> ExitCode {
+/// Prints why the grammar could not be made (suggesting `--lenient` only when
+/// `lenient_helps`); exit 1 for refused schemas, 2 otherwise.
+fn report_error(
+    name: &str,
+    error: &ToolsError,
+    format: ToolsFormat,
+    lenient_helps: bool,
+) -> ExitCode {
     let refused = matches!(error, ToolsError::SchemaRefused { .. });
     match format {
         ToolsFormat::Gbnf => match error {
@@ -280,9 +310,12 @@ fn report_error(name: &str, error: &ToolsError, format: ToolsFormat) -> ExitCode
                 for (tool, diagnostic) in refusals {
                     eprintln!("{}", tool_diagnostic(tool, diagnostic));
                 }
-                eprintln!(
-                    "{name}: refused (--lenient compiles the closest superset, with a warning for each keyword)"
-                );
+                match lenient_helps {
+                    true => eprintln!(
+                        "{name}: refused (--lenient compiles the closest superset, with a warning for each keyword)"
+                    ),
+                    false => eprintln!("{name}: refused"),
+                }
             }
             other => eprintln!("error: {name}: {other}"),
         },
