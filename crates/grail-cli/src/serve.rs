@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// learned (0: keep none).
     #[arg(long, default_value_t = grail_server::grammar_cache::DEFAULT_GRAMMAR_CACHE_ENTRIES)]
     grammar_cache: usize,
+    /// Compiled grammar nodes the kept grammars may hold in all (about 100-200 bytes a
+    /// node; least recently used out first).
+    #[arg(long, default_value_t = grail_server::grammar_cache::DEFAULT_GRAMMAR_CACHE_NODES)]
+    grammar_cache_nodes: usize,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 4 * 1024 * 1024)]
     max_body_bytes: usize,
@@ -179,6 +183,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         max_attempts: args.max_attempts,
         log_requests: !args.quiet,
         grammar_cache_entries: args.grammar_cache,
+        grammar_cache_nodes: args.grammar_cache_nodes,
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),
         body_timeout: Duration::from_secs(args.body_timeout.max(1)),
         max_connections: args.max_connections.max(1),

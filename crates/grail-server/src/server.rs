@@ -20,7 +20,9 @@ use crate::api::ChatRequest;
 use crate::backend::Backend;
 use crate::complete::{Completion, Event, answer};
 use crate::error::ApiError;
-use crate::grammar_cache::{DEFAULT_GRAMMAR_CACHE_ENTRIES, GrammarCache};
+use crate::grammar_cache::{
+    DEFAULT_GRAMMAR_CACHE_ENTRIES, DEFAULT_GRAMMAR_CACHE_NODES, GrammarCache,
+};
 use crate::guard::{BrowserPolicy, require_json};
 use crate::listen::{ListenLimits, serve_connections};
 use crate::plan::{Plan, PlanSettings, plan};
@@ -43,6 +45,8 @@ pub struct ServerSettings {
     /// Request grammars kept for later requests with the same tools and formats
     /// (0: none; see `grammar_cache.rs`).
     pub grammar_cache_entries: usize,
+    /// Compiled nodes the kept grammars may hold in all (see `grammar_cache.rs`).
+    pub grammar_cache_nodes: usize,
     /// The longest a request's head may take to arrive, idle time on a kept-alive
     /// connection included (longer: the connection is closed).
     pub header_timeout: Duration,
@@ -71,6 +75,7 @@ impl Default for ServerSettings {
             log_requests: true,
             plan: PlanSettings::default(),
             grammar_cache_entries: DEFAULT_GRAMMAR_CACHE_ENTRIES,
+            grammar_cache_nodes: DEFAULT_GRAMMAR_CACHE_NODES,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(60),
             max_connections: 512,
@@ -126,7 +131,10 @@ impl AppState {
         };
         Arc::new(AppState {
             backend,
-            grammars: Arc::new(GrammarCache::new(settings.grammar_cache_entries)),
+            grammars: Arc::new(GrammarCache::with_node_budget(
+                settings.grammar_cache_entries,
+                settings.grammar_cache_nodes,
+            )),
             planning: Arc::new(Semaphore::new(settings.planning_slots.max(1))),
             settings,
             shutting_down: AtomicBool::new(false),
