@@ -242,6 +242,10 @@ pub enum FindingKind {
         /// The rules that start alike and differ only after the nested call, when the
         /// shared start is spread over several rules.
         through: Vec<String>,
+        /// The rules on the way down to the nested call that each have several
+        /// alternatives starting alike (the levels of an expression's precedence, each
+        /// with one alternative per operator), when the stacks multiply through them.
+        chain: Vec<String>,
     },
     /// A repetition that exceeds llama.cpp's rule budget.
     #[error(
@@ -419,6 +423,17 @@ impl FindingKind {
             }
             FindingKind::LlamaRuleBudget { .. } => {
                 "use smaller bounds, or move the inner repetition into its own rule".into()
+            }
+            FindingKind::LlamaSlow { chain, rewrite, .. } if !chain.is_empty() => {
+                let names: Vec<String> = chain.iter().map(|name| format!("`{name}`")).collect();
+                let example = rewrite
+                    .as_ref()
+                    .map(|rewrite| format!(", e.g. `{rewrite}`"))
+                    .unwrap_or_default();
+                format!(
+                    "{} each have alternatives that start alike, so every way down through them is a stack of its own: in each, write the shared start once and choose after it{example} (the same language; llama.cpp then keeps one stack per nesting level; Grail's matcher shares them either way)",
+                    names.join(", ")
+                )
             }
             FindingKind::LlamaSlow { rewrite: Some(rewrite), .. } => format!(
                 "write the shared start once and choose after it: `{rewrite}` (the same language; llama.cpp then keeps one stack per nesting level; Grail's matcher shares them either way)"

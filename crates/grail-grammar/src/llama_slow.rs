@@ -22,8 +22,10 @@
 //! text), when the frames left on the way differ in more than their number (when they
 //! are all the same frame, or nothing, llama.cpp's set of stacks merges them into one
 //! per depth: `root ::= "a" root "b" | "a" root |` grows linearly, not exponentially).
-//! Bounded: the rule table by an element budget (nested repetitions multiply copies), the
-//! expansion by a work budget; past either, nothing is reported.
+//! Bounded: the rule table by an element budget (nested repetitions multiply copies; past
+//! it, nothing is reported), each expansion and the whole model by work budgets (past
+//! them, the stacks found so far stand for the rest: every one of them is real, so a
+//! multiplication found among them is one, its factor a lower bound).
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,11 +40,18 @@ use crate::graph::strongly_connected_components;
 /// writes `x{m,n}` as m copies and a chain of n-m rules; a few show the same stacks).
 const REPETITION_CAP: u64 = 3;
 
-/// Stacks one expansion may make before the model gives up on that reference.
-const STACKS_PER_EXPANSION: usize = 4096;
+/// Stacks with the same top an expansion keeps (past it, it counts on without keeping
+/// them: a shared start multiplied through a chain of rules, as an expression's precedence
+/// levels each written with one alternative per operator, makes thousands of stacks, and
+/// those of one top are what the model compares).
+const STACKS_PER_TOP: usize = 64;
 
-/// Stack operations for the whole grammar before the model gives up (reporting nothing).
-const WORK_BUDGET: usize = 2_000_000;
+/// Stack operations one expansion may make; past it, it keeps what it found.
+const WORK_PER_EXPANSION: usize = 20_000;
+
+/// Stack operations for the whole grammar; past it, references not yet expanded are left
+/// out (what was found is still reported, as lower bounds).
+const WORK_BUDGET: usize = 400_000;
 
 /// Deepest stack an expansion may build (a deeper one is left recursion, which llama.cpp
 /// refuses or loops on, reported elsewhere).
@@ -54,6 +63,9 @@ const TABLE_BUDGET: usize = 1_000_000;
 
 /// Elements of text read between two nested references, at most.
 const MAX_OPENER: usize = 64;
+
+/// Longest written content of a generated rule in an opener (see `Table::content`).
+const MAX_CONTENT: usize = 120;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Element {
@@ -251,15 +263,21 @@ impl Table {
     }
 
     /// llama.cpp's expansion of the stack `[start]` (a reference on top, unknown frames
-    /// below): every stack with a terminal on top, distinct. `None` when over the limits.
+    /// below): the stacks with a terminal on top, distinct, at most [`STACKS_PER_TOP`] of
+    /// each top, all of them when the work limits allow (otherwise those found: each is
+    /// one llama.cpp makes, so what the model finds from them holds). `None` for left
+    /// recursion (too deep a stack).
     fn expand(&self, start: Position, work: &mut usize) -> Option<Vec<Vec<Position>>> {
         let mut todo: Vec<Vec<Position>> = vec![vec![start]];
-        let mut seen: HashSet<Vec<Position>> = HashSet::new();
+        let mut seen: rustc_hash::FxHashSet<Vec<Position>> = rustc_hash::FxHashSet::default();
         let mut stacks = Vec::new();
+        let mut per_top: rustc_hash::FxHashMap<Position, usize> = rustc_hash::FxHashMap::default();
+        let mut own_work = 0usize;
         while let Some(stack) = todo.pop() {
             *work += 1;
-            if *work > WORK_BUDGET || stacks.len() > STACKS_PER_EXPANSION {
-                return None;
+            own_work += 1;
+            if *work > WORK_BUDGET || own_work > WORK_PER_EXPANSION {
+                break;
             }
             if !seen.insert(stack.clone()) {
                 continue;
@@ -269,7 +287,13 @@ impl Table {
                 continue;
             };
             match self.element(top) {
-                Some(Element::Terminal(_)) => stacks.push(stack),
+                Some(Element::Terminal(_)) => {
+                    let kept = per_top.entry(top).or_default();
+                    if *kept < STACKS_PER_TOP {
+                        *kept += 1;
+                        stacks.push(stack);
+                    }
+                }
                 Some(Element::Call { rule, .. }) => {
                     let mut base = stack[..stack.len() - 1].to_vec();
                     let next = (top.0, top.1, top.2 + 1);
@@ -317,7 +341,7 @@ impl Table {
                     return Some((text, frames, position));
                 }
                 Some(Element::Call { rule, .. }) => {
-                    text.push(self.label(rule));
+                    text.push(self.content(rule));
                     position.2 += 1;
                 }
                 None => position = frames.pop()?,
@@ -326,6 +350,94 @@ impl Table {
                 return None;
             }
         }
+    }
+
+    /// What a call of `rule` reads, as text that is equal for calls that read alike: a
+    /// named rule's name; a generated rule (a group or repetition) written out from its
+    /// elements (`s?`, `("," s? cp)*`), so that two rules' groups of the same content (the
+    /// `S?` after `"("` in XML's `choice` and `seq`) read the same opener. Past a size, or
+    /// inside itself other than as a repetition's tail, it is [`Table::label`] (unique).
+    fn content(&self, rule: u32) -> String {
+        let mut out = String::new();
+        let mut open = Vec::new();
+        if self.write_content(rule, &mut out, &mut open) && out.len() <= MAX_CONTENT {
+            out
+        } else {
+            self.label(rule)
+        }
+    }
+
+    /// Writes a call of `rule` as [`Table::content`] does; false when it cannot.
+    fn write_content(&self, rule: u32, out: &mut String, open: &mut Vec<u32>) -> bool {
+        if (rule as usize) < self.names.len() {
+            out.push_str(&self.names[rule as usize]);
+            return true;
+        }
+        if open.contains(&rule) || out.len() > MAX_CONTENT {
+            return false;
+        }
+        open.push(rule);
+        let alternatives = &self.rules[rule as usize].alternatives;
+        let written = match alternatives.as_slice() {
+            // A repetition's link: the item then itself, or nothing.
+            [item, empty]
+                if empty.is_empty()
+                    && matches!(item.last(), Some(&Element::Call { rule: last, .. }) if last == rule) =>
+            {
+                self.write_sequence(&item[..item.len() - 1], out, open) && {
+                    out.push('*');
+                    true
+                }
+            }
+            [item, empty] if empty.is_empty() => {
+                self.write_sequence(item, out, open) && {
+                    out.push('?');
+                    true
+                }
+            }
+            _ => {
+                out.push('(');
+                let mut ok = true;
+                for (index, sequence) in alternatives.iter().enumerate() {
+                    if index > 0 {
+                        out.push_str(" | ");
+                    }
+                    ok &= self.write_elements(sequence, out, open);
+                }
+                out.push(')');
+                ok
+            }
+        };
+        open.pop();
+        written
+    }
+
+    /// Writes a sequence as one item: in parentheses when it has several elements.
+    fn write_sequence(&self, sequence: &[Element], out: &mut String, open: &mut Vec<u32>) -> bool {
+        if sequence.len() == 1 {
+            return self.write_elements(sequence, out, open);
+        }
+        out.push('(');
+        let ok = self.write_elements(sequence, out, open);
+        out.push(')');
+        ok
+    }
+
+    fn write_elements(&self, sequence: &[Element], out: &mut String, open: &mut Vec<u32>) -> bool {
+        for (index, element) in sequence.iter().enumerate() {
+            if index > 0 {
+                out.push(' ');
+            }
+            match *element {
+                Element::Terminal(terminal) => out.push_str(&self.terminals[terminal as usize]),
+                Element::Call { rule, .. } => {
+                    if !self.write_content(rule, out, open) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// A rule's name, or `(…in name)` for a generated one.
@@ -390,10 +502,12 @@ pub fn slow_nesting(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
     let mut work = 0usize;
     let mut edges: Vec<Vec<Edge>> = Vec::with_capacity(references.len());
     for &(position, callee, _) in &references {
-        let Some(stacks) = table.expand(position, &mut work) else {
-            if work > WORK_BUDGET {
-                return Vec::new();
-            }
+        let expanded = if work > WORK_BUDGET {
+            None
+        } else {
+            table.expand(position, &mut work)
+        };
+        let Some(stacks) = expanded else {
             edges.push(Vec::new());
             continue;
         };
@@ -448,13 +562,14 @@ pub fn slow_nesting(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
         }
         lists.sort();
         lists.dedup();
-        let distinct_words = lists.iter().enumerate().any(|(index, first)| {
-            lists[index + 1..].iter().any(|second| {
-                let mut one = (*first).clone();
-                one.extend_from_slice(second);
-                let mut other = (*second).clone();
-                other.extend_from_slice(first);
-                one != other
+        // Two words commute exactly when both repeat one word (Lyndon and Schützenberger),
+        // so all lists commute pairwise when each repeats the first one's primitive root:
+        // linear, where comparing every pair was quadratic in thousands of lists.
+        let distinct_words = lists.first().is_some_and(|first| {
+            let root = primitive_root(first);
+            lists.iter().any(|list| {
+                !list.len().is_multiple_of(root.len())
+                    || list.chunks(root.len()).any(|chunk| chunk != root)
             })
         });
         if !distinct_words {
@@ -494,23 +609,51 @@ pub fn slow_nesting(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
         if through.len() < 2 {
             through.clear();
         }
+        // The rules whose alternatives the stacks differ in (the frames some of them left
+        // and others not), beyond those the text leads into: a chain of rules that each
+        // start several alternatives alike (an expression's precedence levels).
+        let lists: Vec<&Vec<Position>> = inside(node)
+            .into_iter()
+            .filter(|other| other.text == edge.text)
+            .flat_map(|other| other.frames.iter())
+            .collect();
+        let mut chain_rules: Vec<u32> = lists
+            .iter()
+            .flat_map(|frames| frames.iter())
+            .filter(|position| !lists.iter().all(|frames| frames.contains(position)))
+            .map(|position| table.rules[position.0 as usize].owner)
+            .collect();
+        chain_rules.sort_unstable();
+        chain_rules.dedup();
+        let chain: Vec<String> = chain_rules
+            .iter()
+            .map(|&rule| table.names[rule as usize].clone())
+            .filter(|name| !through.contains(name))
+            .collect();
+        let chain = if chain.len() >= 2 { chain } else { Vec::new() };
         let (target_position, callee, span) = references[edge.target];
         let nesting = table.names[table.rules[target_position.0 as usize].owner as usize].clone();
         let callee_name = table.names[table.rules[callee as usize].owner as usize].clone();
-        let rewrite = syntax
-            .rules
-            .iter()
-            .rev()
-            .find(|rule| rule.name.text == callee_name)
-            .and_then(|rule| factored(rule, source))
-            .or_else(|| {
-                syntax
-                    .rules
-                    .iter()
-                    .rev()
-                    .find(|rule| rule.name.text == nesting)
-                    .and_then(|rule| factored(rule, source))
-            });
+        let written = |name: &str| {
+            syntax
+                .rules
+                .iter()
+                .rev()
+                .find(|rule| rule.name.text == name)
+                .and_then(|rule| factored(rule, source))
+        };
+        let rewrite = if chain.is_empty() {
+            written(&callee_name).or_else(|| written(&nesting))
+        } else {
+            // The last rule of the chain that can be rewritten (the innermost level, a
+            // short one to show).
+            chain.iter().rev().find_map(|name| written(name))
+        };
+        let through = if chain.is_empty() {
+            through
+        } else {
+            Vec::new()
+        };
         findings.push(Finding::new(
             FindingKind::LlamaSlow {
                 nesting,
@@ -519,12 +662,21 @@ pub fn slow_nesting(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
                 factor,
                 rewrite: if through.is_empty() { rewrite } else { None },
                 through,
+                chain,
             },
             span,
         ));
     }
     findings.sort_by_key(|finding| finding.span.start);
     findings
+}
+
+/// The shortest word whose repetition is `word` (`word` itself when none is shorter).
+fn primitive_root(word: &[Position]) -> &[Position] {
+    (1..word.len())
+        .filter(|&period| word.len().is_multiple_of(period))
+        .find(|&period| word.chunks(period).all(|chunk| chunk == &word[..period]))
+        .map_or(word, |period| &word[..period])
 }
 
 /// llama.cpp's rule table for the kept (last) definitions; `None` with an undefined name.
