@@ -294,12 +294,12 @@ fn read_fault(options: &CallOptions, error: ReadError) -> CallFault {
             faults: vec![Fault {
                 code: "key-duplicate",
                 tool: None,
-                pointer: Some(pointer.clone()),
+                pointer: None,
                 message: format!(
                     "the key \"{key}\" is written twice in one object{}; write each key once",
                     match pointer.as_str() {
                         "" => String::new(),
-                        pointer => format!(" (at {pointer} of the call)"),
+                        pointer => format!(" (at {pointer} in the JSON written)"),
                     }
                 ),
             }],

@@ -21,7 +21,8 @@ use std::time::Instant;
 use grail_engine::{CompiledGrammar, Matcher, Sampler, Segment};
 use grail_schema::{Mode, SchemaOptions};
 use grail_tools::{
-    CallOptions, Checked, ToolChoice, ToolRegistry, WireFormat, tool_call_grammar, validate_output,
+    CallOptions, Checked, Think, ToolChoice, ToolRegistry, WireFormat, tool_call_grammar,
+    validate_output,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -187,7 +188,12 @@ fn integral_numbers(json: &str) -> String {
 
 /// An accepted output written as the grammar writes it.
 fn as_grammar_writes(options: &CallOptions, checked: &Checked) -> String {
-    let mut text = checked.text.clone().unwrap_or_default();
+    let mut text = match (&checked.reasoning, options.think) {
+        (Some(reasoning), Think::Forced) => format!("{reasoning}</think>"),
+        (Some(reasoning), _) => format!("<think>{reasoning}</think>"),
+        (None, _) => String::new(),
+    };
+    text.push_str(checked.text.as_deref().unwrap_or_default());
     if !checked.calls.is_empty() {
         let calls: Vec<String> = checked
             .calls
@@ -222,6 +228,12 @@ fn crafted(registry: &ToolRegistry, options: &CallOptions, samples: &[String]) -
         "[TOOL_CALLS]",
         "[TOOL_CALLS][]",
         "<tool_call>\n</tool_call>",
+        "<think>",
+        "<thin",
+        "<think>a</think>",
+        "<think>a</think> b",
+        "a</think>b",
+        "<b>hi</b>",
     ]
     .iter()
     .map(|text| text.to_string())
@@ -231,19 +243,12 @@ fn crafted(registry: &ToolRegistry, options: &CallOptions, samples: &[String]) -
         call_object(wire, &tool(0).name, "{}"),
         call_object(wire, &tool(0).name, "{\"__invented\":1}"),
     ];
-    for (index, tool) in registry.tools.iter().enumerate().take(4) {
+    for (index, tool) in registry.tools.iter().enumerate().take(3) {
         let properties = tool.parameters["properties"].as_object();
         let first = properties.and_then(|properties| properties.keys().next());
         if let Some(first) = first {
             let key = Value::String(first.clone());
-            for wrong in [
-                "5",
-                "\"x\"",
-                "[[[]]]",
-                "null",
-                "1e400",
-                "18446744073709551617",
-            ] {
+            for wrong in ["5", "\"x\"", "[[[]]]", "1e400", "18446744073709551617"] {
                 calls.push(call_object(wire, &tool.name, &format!("{{{key}:{wrong}}}")));
             }
         }
@@ -261,8 +266,11 @@ fn crafted(registry: &ToolRegistry, options: &CallOptions, samples: &[String]) -
             ));
         }
     }
-    for call in &calls {
+    for (index, call) in calls.iter().enumerate() {
         texts.push(render_calls(options, std::slice::from_ref(call)));
+        if index >= 3 {
+            continue;
+        }
         texts.push(call.clone());
         texts.push(format!(
             "Sure. {}",
@@ -301,6 +309,8 @@ fn mutate(rng: &mut SmallRng, text: &str) -> String {
 /// grammar alone refused it (layout), both refused it.
 #[derive(Debug, Default)]
 struct Tally {
+    /// The first text the validator alone refused, with why.
+    stricter_example: Option<String>,
     both: usize,
     validator_stricter: usize,
     layout: usize,
@@ -320,7 +330,12 @@ fn judge(
     let verdict = validate_output(registry, options, text);
     match (matched, &verdict) {
         (true, Ok(_)) => tally.both += 1,
-        (true, Err(_)) => tally.validator_stricter += 1,
+        (true, Err(fault)) => {
+            tally.validator_stricter += 1;
+            tally
+                .stricter_example
+                .get_or_insert_with(|| format!("{text:?}: {}", fault.feedback()));
+        }
         (false, Ok(_)) => tally.layout += 1,
         (false, Err(_)) => tally.neither += 1,
     }
@@ -375,18 +390,33 @@ fn grammar_validator_and_jsonschema_agree_on_real_registries() {
     let mut rng = SmallRng::seed_from_u64(48);
     for (file, registry) in &registries {
         let named = registry.tools[registry.tools.len() / 2].name.clone();
+        // Every choice with one call or up to three, then some with a reasoning block.
+        let mut variants: Vec<(ToolChoice, Option<u32>, Think)> = Vec::new();
+        for choice in [
+            ToolChoice::Auto,
+            ToolChoice::Required,
+            ToolChoice::None,
+            ToolChoice::Named(named.clone()),
+        ] {
+            for max_calls in [Some(1), Some(3)] {
+                variants.push((choice.clone(), max_calls, Think::Off));
+            }
+        }
+        variants.extend([
+            (ToolChoice::Auto, Some(1), Think::Optional),
+            (ToolChoice::None, Some(1), Think::Optional),
+            (ToolChoice::Auto, Some(3), Think::Required),
+            (ToolChoice::Required, Some(1), Think::Forced),
+        ]);
         for wire in WireFormat::ALL {
-            for choice in [
-                ToolChoice::Auto,
-                ToolChoice::Required,
-                ToolChoice::None,
-                ToolChoice::Named(named.clone()),
-            ] {
-                for max_calls in [Some(1), Some(3)] {
+            for (choice, max_calls, think) in &variants {
+                let (choice, max_calls, think) = (choice.clone(), *max_calls, *think);
+                {
                     let mut options = CallOptions {
                         wire,
                         choice: choice.clone(),
                         max_calls,
+                        think,
                         ..CallOptions::default()
                     };
                     let (compiled, lenient) = grammar(registry, &mut options);
@@ -415,7 +445,7 @@ fn grammar_validator_and_jsonschema_agree_on_real_registries() {
                             judge(registry, &options, &compiled, lenient, text, &mut tally)
                         {
                             failures.push(format!(
-                                "{file}, {} {choice:?} max {max_calls:?}: {failure}",
+                                "{file}, {} {choice:?} max {max_calls:?} think {think:?}: {failure}",
                                 wire.label()
                             ));
                         }
