@@ -1,6 +1,6 @@
 //! Tool-call grammars are the same whether the tools' schemas take the schema converter's
 //! direct path (plain schemas written straight from their JSON) or its general one: every
-//! registry of `testdata/tools`, in every wire format, with calls required or optional,
+//! registry of `testdata/tools` and `testdata/tools/registries`, in every wire format, with calls required or optional,
 //! one or several, with and without a reasoning block, gives the same GBNF byte for byte
 //! and the same diagnostics (or the same refusal).
 
@@ -11,8 +11,12 @@ use grail_tools::{CallOptions, Think, ToolChoice, ToolRegistry, WireFormat, tool
 
 fn registries() -> Vec<(PathBuf, ToolRegistry)> {
     let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/tools");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&directory)
-        .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
+    let mut paths: Vec<PathBuf> = [directory.clone(), directory.join("registries")]
+        .iter()
+        .flat_map(|directory| {
+            std::fs::read_dir(directory)
+                .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
+        })
         .map(|entry| entry.expect("a directory entry").path())
         .filter(|path| {
             path.extension()
@@ -51,7 +55,7 @@ fn outcome(registry: &ToolRegistry, options: &CallOptions) -> String {
 #[test]
 fn tool_call_grammars_are_the_same_on_both_paths() {
     let registries = registries();
-    assert!(registries.len() >= 3, "{} registries", registries.len());
+    assert!(registries.len() >= 24, "{} registries", registries.len());
     let mut compared = 0;
     for (path, registry) in &registries {
         for wire in WireFormat::ALL {
