@@ -1,8 +1,8 @@
 //! Tool-call grammars are the same whether the tools' schemas take the schema converter's
 //! direct path (plain schemas written straight from their JSON) or its general one: every
-//! registry of `testdata/tools` and `testdata/tools/registries`, in every wire format, with calls required or optional,
-//! one or several, with and without a reasoning block, gives the same GBNF byte for byte
-//! and the same diagnostics (or the same refusal).
+//! registry of `testdata/tools` and `testdata/tools/registries`, in every wire format,
+//! with calls required or optional, one or several, with and without a reasoning block,
+//! gives the same GBNF byte for byte and the same diagnostics (or the same refusal).
 
 use std::path::{Path, PathBuf};
 
