@@ -322,6 +322,57 @@ mod tests {
         assert_eq!(hermes.find("x <tool_call"), None);
     }
 
+    /// The grammar's text rule matches exactly the texts in which the validator finds no
+    /// call start: both come from one automaton.
+    #[test]
+    fn the_text_rule_and_the_search_agree() {
+        use grail_engine::{CompiledGrammar, Matcher};
+        use grail_grammar::GrammarBuilder;
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+
+        let alphabet: Vec<char> = "{\"name:tol_c>[TOLCAS]<\n x".chars().collect();
+        let mut rng = SmallRng::seed_from_u64(3);
+        for wire in WireFormat::ALL {
+            let start = CallStart::of(&options(wire, false));
+            let mut builder = GrammarBuilder::new();
+            let text = start.avoiding(&mut builder, "text");
+            let root = builder.root();
+            builder.define(root, text).unwrap();
+            let grammar = builder.build().unwrap();
+            let compiled = CompiledGrammar::compile(&grammar, &Default::default()).unwrap();
+            let mut found = 0;
+            for _ in 0..3000 {
+                let length = rng.random_range(0..16);
+                let mut text: String = (0..length)
+                    .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                    .collect();
+                // Often plant a call's start, perhaps damaged.
+                if rng.random_bool(0.5) {
+                    let planted = match wire {
+                        WireFormat::Hermes => "<tool_call>".to_string(),
+                        WireFormat::Mistral => "[TOOL_CALLS]".to_string(),
+                        _ => format!("{{ \"{}\"\n:", wire.name_key()),
+                    };
+                    let mut planted: Vec<char> = planted.chars().collect();
+                    if rng.random_bool(0.3) {
+                        planted.remove(rng.random_range(0..planted.len()));
+                    }
+                    let mut chars: Vec<char> = text.chars().collect();
+                    let at = rng.random_range(0..=chars.len());
+                    chars.splice(at..at, planted);
+                    text = chars.into_iter().collect();
+                }
+                let mut matcher = Matcher::new(&compiled);
+                let matched = matcher.accept_str(&text).is_ok() && matcher.is_accepting();
+                let start_found = start.find(&text).is_some();
+                found += usize::from(start_found);
+                assert_eq!(matched, !start_found, "{wire:?}: {text:?}");
+            }
+            assert!(found > 500, "{wire:?}: {found} call starts found");
+        }
+    }
+
     #[test]
     fn calls_begin_at_the_list_before_a_call_with_several_calls() {
         let several = options(WireFormat::OpenAi, true);
