@@ -29,6 +29,19 @@ pub enum CompileError {
     },
 }
 
+/// Why [`crate::Matcher::accept_tokens`] took none of a draft: the first token the
+/// grammar refused, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("token {index} of the draft (id {id}) is refused: {error}")]
+pub struct DraftRefused {
+    /// Its position in the draft (the tokens before it were acceptable).
+    pub index: usize,
+    /// Its id.
+    pub id: u32,
+    /// Why the grammar refused it.
+    pub error: AcceptError,
+}
+
 /// A limit the matcher enforces so pathological grammars and inputs fail instead of
 /// hanging or exhausting memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -38,6 +38,7 @@ mod prefault;
 mod prepare;
 mod pure_walk;
 mod sample;
+mod speculative;
 mod step_cache;
 mod step_description;
 #[cfg(test)]
@@ -49,7 +50,7 @@ mod walk_escapes;
 mod walk_loops;
 
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};
-pub use error::{AcceptError, CompileError, LimitExceeded};
+pub use error::{AcceptError, CompileError, DraftRefused, LimitExceeded};
 pub use grail_grammar::ScalarSet;
 pub use grail_vocab::{TokenBitmask, VocabularyIndex};
 pub use limits::EngineLimits;

@@ -217,6 +217,11 @@ impl Matcher {
         self.trim_history();
     }
 
+    /// The most steps kept for rollback, when limited (see [`Matcher::set_history_limit`]).
+    pub fn history_limit(&self) -> Option<usize> {
+        self.history_limit
+    }
+
     fn start(&mut self) {
         let graph = &self.grammar.inner;
         self.frames.push(Frame {
