@@ -221,6 +221,8 @@ export declare class Matcher {
   acceptToken(tokenId: number): boolean
   /** Accepts tokens, all or nothing. */
   acceptTokens(tokenIds: number[]): boolean
+  /** How many of `tokenIds`, from the first, the grammar accepts in a row; the matcher does not move. */
+  validateTokens(tokenIds: number[]): number
   /** Undoes the last `tokens` tokens (default 1). */
   rollback(tokens?: number): void
   reset(): void

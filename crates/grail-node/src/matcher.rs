@@ -450,6 +450,21 @@ impl Matcher {
         Ok(true)
     }
 
+    /// How many of `tokenIds`, from the first, the grammar accepts one after another (a
+    /// draft checked for speculative decoding), without moving the matcher.
+    #[napi]
+    pub fn validate_tokens(&mut self, token_ids: Vec<u32>) -> napi::Result<u32> {
+        let mut accepted = 0;
+        for &token in &token_ids {
+            if !self.accept_token(token)? {
+                break;
+            }
+            accepted += 1;
+        }
+        self.rollback(Some(accepted))?;
+        Ok(accepted)
+    }
+
     /// Undoes the last `tokens` accepted tokens (default 1). Throws when fewer were
     /// accepted.
     #[napi]

@@ -223,6 +223,10 @@ test('Matcher: text and tokens, rollback, fork', () => {
   assert.deepEqual(matcher.allowedTokens(), [])
   matcher.rollback()
   assert.deepEqual(matcher.allowedTokens(), [1, 3])
+  // A draft checked without moving: b, b, the end, and nothing after it.
+  assert.equal(matcher.validateTokens([1, 1, 3, 1]), 3)
+  assert.equal(matcher.validateTokens([0]), 0)
+  assert.deepEqual(matcher.allowedTokens(), [1, 3])
   assert.equal(fork.isAccepting(), true)
   assert.throws(() => matcher.rollback(5), /cannot roll back/)
   assert.equal(matcher.acceptText('bb'), true)

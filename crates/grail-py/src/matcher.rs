@@ -184,6 +184,18 @@ impl Matcher {
         true
     }
 
+    /// How many of `token_ids`, from the first, the grammar accepts one after another (a
+    /// draft checked for speculative decoding), without moving the matcher.
+    fn validate_tokens(&mut self, token_ids: Vec<u32>) -> usize {
+        let accepted = token_ids
+            .iter()
+            .take_while(|&&token| self.accept_token(token))
+            .count();
+        self.rollback(accepted)
+            .expect("the tokens just accepted can be rolled back");
+        accepted
+    }
+
     /// Accepts text (not tokens): True when the grammar allows it (the state unchanged
     /// otherwise). Text accepted this way is not counted by `rollback`.
     fn accept_text(&mut self, text: &str) -> bool {

@@ -60,6 +60,11 @@ def test_matcher_accepts_rolls_back_and_terminates(tiny_vocabulary):
     assert not matcher.accept_tokens([0, 0])  # all or nothing
     assert matcher.is_accepting()
     matcher.reset()
+    # A draft checked without moving: "y", "e", "s", the end, and nothing after it.
+    draft = [y, token_id(tiny_vocabulary, "e"), token_id(tiny_vocabulary, "s"), 0, y]
+    assert matcher.validate_tokens(draft) == 4
+    assert matcher.validate_tokens([token_id(tiny_vocabulary, "x")]) == 0
+    assert matcher.allowed_tokens() == sorted([yes, no, y, token_id(tiny_vocabulary, "n")])
     assert not matcher.is_accepting()
 
 
