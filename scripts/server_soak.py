@@ -285,18 +285,25 @@ def main():
     before = rss_kib(server.pid)
     peak = [before]
 
+    series = []
+
     def sample():
+        last = 0.0
         while soak.running():
             value = rss_kib(server.pid)
             if value:
                 peak[0] = max(peak[0], value)
+                elapsed = time.monotonic() - started
+                if elapsed - last >= 30:
+                    series.append((elapsed, value))
+                    last = elapsed
             time.sleep(0.5)
 
     threads = [threading.Thread(target=soak.good, args=(seed,)) for seed in range(4)]
     threads += [threading.Thread(target=target) for target in (soak.slow_headers, soak.disconnect_mid_stream, soak.huge_body, soak.bad_requests)]
     threads += [threading.Thread(target=soak.huge_grammars, args=(seed,)) for seed in range(2)]
-    threads.append(threading.Thread(target=sample))
     started = time.monotonic()
+    threads.append(threading.Thread(target=sample))
     for thread in threads:
         thread.daemon = True
         thread.start()
@@ -334,6 +341,8 @@ def main():
     print(f"soak: {elapsed:.0f} s against {args.grail} (stand-in llama-server at {backend_url}; "
           f"{Backend.served['requests']} upstream requests, {Backend.served['endless']} of them endless)")
     print(f"resident memory: before {before / 1024:.1f} MiB, peak {peak[0] / 1024:.1f} MiB, after {after / 1024:.1f} MiB")
+    if series:
+        print("resident memory every 30 s: " + ", ".join(f"{at:.0f} s {value / 1024:.0f}" for at, value in series) + " MiB")
     for kind in sorted(soak.counts):
         print(f"  {kind}: " + ", ".join(f"{status}: {count}" for status, count in sorted(soak.counts[kind].items(), key=str)))
     print(f"good requests: {len(latencies)}, latency p50 {quantile(0.5):.1f} ms, p99 {quantile(0.99):.1f} ms")
