@@ -11,6 +11,7 @@
 //! - Every refusal names the request field (a refused schema: its tool, JSON pointer
 //!   and keyword).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use grail_engine::{CompileError, CompileOptions, CompiledGrammar, EngineLimits};
@@ -620,7 +621,9 @@ fn tool_choice(
 /// user message naming the tool (every chat template reads `user`, few read `tool`).
 fn conversation(messages: &[ChatMessage], wire: WireFormat) -> Result<Vec<Message>, ApiError> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut call_names: Vec<(String, String)> = Vec::new();
+    // Call ids to tool names, looked up once per tool message (a map: a conversation of
+    // thousands of calls must not cost their square).
+    let mut call_names: HashMap<String, String> = HashMap::new();
     for (index, message) in messages.iter().enumerate() {
         let param = format!("messages[{index}]");
         if message
@@ -654,8 +657,8 @@ fn conversation(messages: &[ChatMessage], wire: WireFormat) -> Result<Vec<Messag
                 let name = message
                     .tool_call_id
                     .as_ref()
-                    .and_then(|id| call_names.iter().find(|(call, _)| call == id))
-                    .map(|(_, name)| name.clone());
+                    .and_then(|id| call_names.get(id))
+                    .cloned();
                 let label = match name {
                     Some(name) => format!("Result of the tool call `{name}`"),
                     None => "Result of the tool call".to_string(),
@@ -715,7 +718,7 @@ fn written_calls(
     calls: &[Value],
     wire: WireFormat,
     param: &str,
-    names: &mut Vec<(String, String)>,
+    names: &mut HashMap<String, String>,
 ) -> Result<String, ApiError> {
     let mut written = Vec::new();
     for (index, call) in calls.iter().enumerate() {
@@ -738,7 +741,10 @@ fn written_calls(
             _ => return Err(invalid()),
         };
         if let Some(id) = call.get("id").and_then(Value::as_str) {
-            names.push((id.to_string(), name.to_string()));
+            // The first call with an id names it, as before.
+            names
+                .entry(id.to_string())
+                .or_insert_with(|| name.to_string());
         }
         let mut object = serde_json::Map::new();
         object.insert(wire.name_key().into(), Value::String(name.into()));
@@ -800,4 +806,35 @@ fn compile(grammar: Grammar, max_nodes: usize, param: &str) -> Result<RequestGra
         ));
     }
     Ok(RequestGrammar::new(grammar, compiled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_are_labelled_with_their_calls_tool_over_a_long_conversation() {
+        let mut messages = Vec::new();
+        for round in 0..3000 {
+            messages.push(
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": format!("call_{round}"), "type": "function",
+                "function": {"name": format!("tool_{}", round % 7), "arguments": "{}"}}]}),
+            );
+            messages.push(
+                json!({"role": "tool", "tool_call_id": format!("call_{round}"), "content": "done"}),
+            );
+        }
+        messages.push(json!({"role": "tool", "tool_call_id": "call_unknown", "content": "?"}));
+        let messages: Vec<ChatMessage> = serde_json::from_value(Value::Array(messages)).unwrap();
+        let out = conversation(&messages, WireFormat::OpenAi).unwrap();
+        assert_eq!(out.len(), 6001);
+        assert_eq!(
+            out[5999].content,
+            "Result of the tool call `tool_3`:\ndone",
+            "round 2999 called tool_{}",
+            2999 % 7
+        );
+        assert_eq!(out[6000].content, "Result of the tool call:\n?");
+    }
 }
