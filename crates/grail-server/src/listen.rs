@@ -1,7 +1,11 @@
 //! Accepting connections: hyper's HTTP/1 server with a timer, so a request's head must
 //! arrive within `header_timeout` (a connection that sends part of a header, or sits idle
-//! between requests, is closed after it), at most `max_connections` at once (more are
-//! answered 503 and closed), and a graceful shutdown that cannot wait forever.
+//! between requests, is closed after it), at most `max_connections` at once, and a
+//! graceful shutdown that cannot wait forever.
+//!
+//! At the cap, a new connection takes the place of the oldest one that has sent no
+//! request for a second (slow clients' first, so half-sent headers cannot lock others
+//! out); when there is none, it is answered 503 and closed.
 //!
 //! Shutdown drains: once it begins, connections opened before it finish their requests
 //! (idle ones close at once; one that has sent nothing yet gets its first request
@@ -11,6 +15,7 @@
 //! earlier connections are gone, or after `request_timeout` plus `header_timeout` at the
 //! latest; then the listener closes.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -25,7 +30,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
@@ -55,6 +60,10 @@ const LAST_GRACE: Duration = Duration::from_secs(2);
 /// How often the drain looks at what is still open.
 const DRAIN_POLL: Duration = Duration::from_millis(25);
 
+/// A connection that has not sent a request yet is evicted to make room at the cap
+/// once it is this old (a client's head takes milliseconds; a slow one's, seconds).
+const EVICTABLE_AFTER: Duration = Duration::from_secs(1);
+
 #[derive(Default)]
 struct Open {
     /// Every connection being served.
@@ -63,6 +72,52 @@ struct Open {
     from_before: AtomicUsize,
     /// Refusals being written.
     refusing: AtomicUsize,
+    /// Connections that may not have sent a request yet, oldest first.
+    fresh: std::sync::Mutex<VecDeque<Fresh>>,
+}
+
+/// A connection that had sent no request when it was accepted.
+struct Fresh {
+    opened: Instant,
+    /// Set when it sends its first request.
+    seen: Arc<AtomicBool>,
+    /// Closes it.
+    evict: oneshot::Sender<()>,
+}
+
+impl Open {
+    /// Closes the oldest connection that has sent no request in [`EVICTABLE_AFTER`]
+    /// (a slow client's, most likely): true if there was one.
+    fn evict_one(&self) -> bool {
+        let mut fresh = self
+            .fresh
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        while let Some(oldest) = fresh.front() {
+            if oldest.opened.elapsed() < EVICTABLE_AFTER {
+                return false;
+            }
+            let Some(oldest) = fresh.pop_front() else {
+                return false;
+            };
+            if !oldest.seen.load(Ordering::SeqCst) && oldest.evict.send(()).is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Remembers a new connection as evictable until it sends a request.
+    fn track(&self, fresh: Fresh, max_connections: usize) {
+        let mut tracked = self
+            .fresh
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if tracked.len() >= max_connections.saturating_mul(2).max(16) {
+            tracked.retain(|entry| !entry.seen.load(Ordering::SeqCst) && !entry.evict.is_closed());
+        }
+        tracked.push_back(fresh);
+    }
 }
 
 /// One served connection, counted while it lives.
@@ -138,7 +193,7 @@ fn admit(
     limits: ListenLimits,
     draining: bool,
 ) {
-    if open.all.load(Ordering::SeqCst) >= limits.max_connections {
+    if open.all.load(Ordering::SeqCst) >= limits.max_connections && !open.evict_one() {
         if open.refusing.fetch_add(1, Ordering::SeqCst) < MAX_REFUSING {
             let open = open.clone();
             tokio::spawn(async move {
@@ -169,6 +224,17 @@ fn admit(
     // client that connected just before the shutdown.
     let seen = Arc::new(AtomicBool::new(false));
     let marker = seen.clone();
+    let (evict, mut evicted) = oneshot::channel::<()>();
+    if !draining {
+        open.track(
+            Fresh {
+                opened: Instant::now(),
+                seen: seen.clone(),
+                evict,
+            },
+            limits.max_connections,
+        );
+    }
     let inner = TowerToHyperService::new(app.clone());
     let service = service_fn(move |request| {
         marker.store(true, Ordering::SeqCst);
@@ -186,6 +252,8 @@ fn admit(
         let closed = tokio::select! {
             _ = connection.as_mut() => true,
             _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => false,
+            // Made room for a newer connection at the cap: closed without an answer.
+            Ok(()) = &mut evicted => return,
         };
         if !closed {
             if seen.load(Ordering::SeqCst) {

@@ -121,29 +121,51 @@ fn a_half_sent_header_is_closed_after_the_header_timeout() {
 }
 
 #[test]
-fn connections_over_the_cap_get_a_503_and_the_slots_come_back() {
+fn at_the_connection_cap_slow_clients_make_room_and_busy_ones_get_a_503() {
     let settings = ServerSettings {
-        header_timeout: Duration::from_secs(2),
+        // Long enough that only an eviction closes a half-sent header within PATIENCE.
+        header_timeout: Duration::from_secs(600),
         max_connections: 4,
         ..quiet()
     };
-    let server = TestServer::start(tiny_backend(8), settings);
+    let backend = paced_backend(8, Duration::from_millis(10));
+    let server = Arc::new(TestServer::start(backend.clone(), settings));
     let mut slow: Vec<TcpStream> = (0..4).map(|_| half_header(&server)).collect();
-    // The four are being served (their heads are awaited) before the fifth comes.
-    std::thread::sleep(Duration::from_millis(200));
+    // Older than a second: evictable.
+    std::thread::sleep(Duration::from_millis(1500));
     let body = json!({"messages": user("x"), "grammar": "root ::= \"ok\""}).to_string();
+    let (status, _, answer) =
+        raw_request(&server, &chat(&body, "Content-Type: application/json\r\n"));
+    assert_eq!(status, 200, "{answer}");
+    // The oldest half-sent header made room.
+    assert!(closed_by_server(&mut slow[0]));
+    drop(slow);
+
+    // Four connections busy with answers: a fifth is refused, with Retry-After.
+    let long = json!({"messages": user("x"), "grammar": "root ::= [a-z]{300}", "max_tokens": 300})
+        .to_string();
+    let busy: Vec<_> = (0..4)
+        .map(|_| {
+            let (server, long) = (server.clone(), long.clone());
+            std::thread::spawn(move || {
+                raw_request(&server, &chat(&long, "Content-Type: application/json\r\n")).0
+            })
+        })
+        .collect();
+    wait_until("the first long answer is being written", || {
+        backend.inner.busy()
+    });
+    wait_until("the other three wait for the model", || {
+        backend.inner.waiting() == 3
+    });
     let (status, headers, answer) =
         raw_request(&server, &chat(&body, "Content-Type: application/json\r\n"));
     assert_eq!(status, 503, "{answer}");
     assert_eq!(header(&headers, "retry-after"), Some("1"));
     assert!(answer.contains("too_many_connections"), "{answer}");
-    // The slow ones are closed after the header timeout, and service resumes.
-    for stream in &mut slow {
-        assert!(closed_by_server(stream));
+    for thread in busy {
+        assert_eq!(thread.join().unwrap(), 200);
     }
-    wait_until("the server answers again", || {
-        raw_request(&server, &chat(&body, "Content-Type: application/json\r\n")).0 == 200
-    });
 }
 
 #[test]
