@@ -65,6 +65,17 @@ class Backend(BaseHTTPRequestHandler):
         def event(value):
             self.wfile.write(f"data: {json.dumps(value)}\n\n".encode())
 
+        if request["messages"][-1]["content"] == "giant line":
+            # One event line of 200 MB: the server must give up at its line limit.
+            try:
+                self.wfile.write(b'data: {"choices": [{"delta": {"content": "')
+                chunk = b"z" * (1 << 20)
+                for _ in range(200):
+                    self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+            return
         try:
             pieces = ["hello", " world"]
             if endless:
@@ -316,6 +327,34 @@ def main():
     if status != 200:
         soak.fail(f"a good request after the soak: {status}")
 
+    # A 200 MB event line from the backend.
+    line_before = rss_kib(server.pid)
+    status, text, _ = soak.post(json.dumps({"messages": [{"role": "user", "content": "giant line"}]}))
+    line_after = rss_kib(server.pid)
+    if status != 502 or len(text) > 2000:
+        soak.fail(f"a 200 MB event line: {status}, {len(text)} bytes of answer")
+
+    # 1,100 half-sent heads at once (over the 512-connection cap), then a good request.
+    flood = []
+    for _ in range(1100):
+        try:
+            s = socket.create_connection((HOST, port), timeout=10)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
+            flood.append(s)
+        except OSError:
+            break
+    time.sleep(1.5)
+    flood_started = time.monotonic()
+    try:
+        flood_status, _, _ = soak.post(json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}), timeout=30)
+    except OSError as error:
+        flood_status = f"error {type(error).__name__}"
+    flood_ms = (time.monotonic() - flood_started) * 1e3
+    if flood_status != 200:
+        soak.fail(f"a good request with {len(flood)} half-sent heads open: {flood_status}")
+    for s in flood:
+        s.close()
+
     # SIGTERM with half-sent heads open.
     held = []
     for _ in range(10):
@@ -346,6 +385,9 @@ def main():
     for kind in sorted(soak.counts):
         print(f"  {kind}: " + ", ".join(f"{status}: {count}" for status, count in sorted(soak.counts[kind].items(), key=str)))
     print(f"good requests: {len(latencies)}, latency p50 {quantile(0.5):.1f} ms, p99 {quantile(0.99):.1f} ms")
+    print(f"a 200 MB event line from the backend: HTTP {status}, {len(text)} bytes of answer; "
+          f"resident memory {line_before / 1024:.1f} -> {line_after / 1024:.1f} MiB")
+    print(f"with {len(flood)} half-sent heads open (cap 512): a good request got {flood_status} in {flood_ms:.0f} ms")
     if soak.slow_closed:
         closed = sorted(soak.slow_closed)
         print(f"half-sent headers closed after {closed[0]:.1f}-{closed[-1]:.1f} s (header timeout 5 s)")
