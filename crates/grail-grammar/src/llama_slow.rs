@@ -575,24 +575,52 @@ pub fn slow_nesting(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
         if !distinct_words {
             continue;
         }
-        // The strongest multiplier: the stacks one text leads to from one reference.
-        let mut best: Option<(u64, usize, &Edge)> = None;
+        // The rules whose alternatives the stacks of one text from one reference differ
+        // in (the frames some of them left and others not).
+        let differing_rules = |node: usize, text: &Vec<String>| -> Vec<u32> {
+            let lists: Vec<&Vec<Position>> = inside(node)
+                .into_iter()
+                .filter(|other| &other.text == text)
+                .flat_map(|other| other.frames.iter())
+                .collect();
+            let mut rules: Vec<u32> = lists
+                .iter()
+                .flat_map(|frames| frames.iter())
+                .filter(|position| !lists.iter().all(|frames| frames.contains(position)))
+                .map(|position| table.rules[position.0 as usize].owner)
+                .collect();
+            rules.sort_unstable();
+            rules.dedup();
+            rules
+        };
+        // The strongest multiplier: the stacks one text leads to from one reference. A
+        // text that leads into one rule through a chain of rules that differ (the chain
+        // alone multiplies) comes first: it shows the cause without a second one beside.
+        let mut best: Option<((bool, u64), usize, &Edge)> = None;
         let mut sorted: Vec<usize> = members.iter().copied().collect();
         sorted.sort_unstable();
         for &node in &sorted {
             let inner = inside(node);
             for edge in &inner {
-                let factor: u64 = inner
+                let same: Vec<&&Edge> = inner
                     .iter()
                     .filter(|other| other.text == edge.text)
-                    .map(|other| other.frames.len() as u64)
-                    .sum();
-                if factor >= 2 && best.is_none_or(|(best_factor, ..)| factor > best_factor) {
-                    best = Some((factor, node, edge));
+                    .collect();
+                let factor: u64 = same.iter().map(|other| other.frames.len() as u64).sum();
+                if factor < 2 {
+                    continue;
+                }
+                let one_target = same.iter().all(|other| other.target == edge.target);
+                let key = (
+                    one_target && differing_rules(node, &edge.text).len() >= 2,
+                    factor,
+                );
+                if best.is_none_or(|(best_key, ..)| key > best_key) {
+                    best = Some((key, node, edge));
                 }
             }
         }
-        let Some((factor, node, edge)) = best else {
+        let Some(((_, factor), node, edge)) = best else {
             continue;
         };
         // The rules whose alternatives start alike: those the text leads into.
@@ -609,23 +637,10 @@ pub fn slow_nesting(syntax: &ast::Grammar, source: &str) -> Vec<Finding> {
         if through.len() < 2 {
             through.clear();
         }
-        // The rules whose alternatives the stacks differ in (the frames some of them left
-        // and others not), beyond those the text leads into: a chain of rules that each
-        // start several alternatives alike (an expression's precedence levels).
-        let lists: Vec<&Vec<Position>> = inside(node)
-            .into_iter()
-            .filter(|other| other.text == edge.text)
-            .flat_map(|other| other.frames.iter())
-            .collect();
-        let mut chain_rules: Vec<u32> = lists
-            .iter()
-            .flat_map(|frames| frames.iter())
-            .filter(|position| !lists.iter().all(|frames| frames.contains(position)))
-            .map(|position| table.rules[position.0 as usize].owner)
-            .collect();
-        chain_rules.sort_unstable();
-        chain_rules.dedup();
-        let chain: Vec<String> = chain_rules
+        // The rules the stacks differ in, beyond those the text leads into: a chain of
+        // rules that each start several alternatives alike (an expression's precedence
+        // levels).
+        let chain: Vec<String> = differing_rules(node, &edge.text)
             .iter()
             .map(|&rule| table.names[rule as usize].clone())
             .filter(|name| !through.contains(name))
