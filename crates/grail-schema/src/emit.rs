@@ -289,6 +289,40 @@ impl Converter<'_> {
             Primitive::Char => crate::json_text::any_string_char_exact(),
             Primitive::CanonicalChar => encoded_set(&grail_grammar::CharSet::new([], true)),
             Primitive::CanonicalEscape => encoded_set(&crate::json_text::escaped_set()),
+            // In scientific notation, as `numeric`'s numbers without bounds: an exponent
+            // after one nonzero digit before the point, or after a zero.
+            Primitive::Number
+                if syntax.scientific_exponent && syntax.max_exponent_digits != Some(0) =>
+            {
+                let integral = self.primitive(Primitive::IntegralPart);
+                let exponent = Expr::sequence([
+                    Expr::chars([('e', 'e'), ('E', 'E')]),
+                    Expr::chars([('-', '-'), ('+', '+')]).optional(),
+                    digits(1, syntax.max_exponent_digits),
+                ]);
+                let (fraction, zero_fraction) = match syntax.max_fraction_digits {
+                    Some(0) => (Expr::Empty, Expr::Empty),
+                    cap => {
+                        let decimal = self.primitive(Primitive::DecimalPart);
+                        (
+                            Expr::sequence([Expr::literal("."), decimal]).optional(),
+                            Expr::sequence([
+                                Expr::literal("."),
+                                Expr::chars([('0', '0')]).repeat(1, cap),
+                            ])
+                            .optional(),
+                        )
+                    }
+                };
+                Expr::sequence([
+                    Expr::literal("-").optional(),
+                    Expr::choice([
+                        Expr::sequence([integral, fraction.clone()]),
+                        Expr::sequence([Expr::chars([('1', '9')]), fraction, exponent.clone()]),
+                        Expr::sequence([Expr::chars([('0', '0')]), zero_fraction, exponent]),
+                    ]),
+                ])
+            }
             Primitive::Number => {
                 let integral = self.primitive(Primitive::IntegralPart);
                 let decimal = self.primitive(Primitive::DecimalPart);

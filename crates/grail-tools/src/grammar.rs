@@ -65,8 +65,9 @@ pub struct CallOptions {
     /// `properties` take no others unless `additionalProperties` says so:
     /// `additional_properties_default` is false, so a model cannot invent arguments. The
     /// validator reads the schemas the same way. Numbers are written within
-    /// [`crate::CALL_INTEGER_DIGITS`] and [`crate::CALL_EXPONENT_DIGITS`] on top of
-    /// `numbers`' caps (so every one is a finite double), and the validator checks that.
+    /// [`crate::CALL_INTEGER_DIGITS`] and, with an exponent, in scientific form with
+    /// [`crate::CALL_EXPONENT_DIGITS`] on top of `numbers`' caps (so every one is a finite
+    /// double), and the validator checks that.
     pub schema: SchemaOptions,
 }
 

@@ -393,6 +393,23 @@ impl Json {
         }
     }
 
+    /// The text of the number at the JSON pointer `pointer`, if there is one.
+    pub(crate) fn number_at(&self, pointer: &str) -> Option<&str> {
+        let mut value = self;
+        for token in pointer.split('/').skip(1) {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            value = match value {
+                Json::Object(members) => &members.iter().find(|(key, _)| *key == token)?.1,
+                Json::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        match value {
+            Json::Number(text) => Some(text),
+            _ => None,
+        }
+    }
+
     /// Every number with its JSON pointer.
     pub(crate) fn numbers(&self) -> Vec<(String, &str)> {
         let mut found = Vec::new();

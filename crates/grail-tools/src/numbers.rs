@@ -4,10 +4,13 @@
 //! JSON numbers have no limits, but the clients that read tool calls do: most read
 //! numbers as doubles (JavaScript's `JSON.parse("1e400")` is `Infinity`), and the
 //! `jsonschema` crate that checks the arguments does too. So a tool call's numbers are
-//! those of the options' [`NumberSyntax`] within [`CALL_INTEGER_DIGITS`] integer digits
-//! and [`CALL_EXPONENT_DIGITS`] exponent digits (exponents without leading-zero rules):
-//! every such number is below 10^299, so it is a finite double. Their text is kept as
-//! written: an integer beyond 64 bits leaves in `tool_calls` as the model wrote it.
+//! those of the options' [`NumberSyntax`] within [`CALL_INTEGER_DIGITS`] integer digits,
+//! and with an exponent in scientific form (one nonzero digit before the point, as JSON
+//! serializers write exponents) with at most [`CALL_EXPONENT_DIGITS`] exponent digits:
+//! every such number is below 10^200, a finite double. (Scientific form also keeps the
+//! grammars of bounds small: with free mantissas, capping the exponent's digits makes
+//! `maximum: 0.3` a 26 KB grammar instead of 0.4 KB.) Their text is kept as written: an
+//! integer beyond 64 bits leaves in `tool_calls` as the model wrote it.
 
 use grail_schema::numeric::NumberSyntax;
 
@@ -17,8 +20,8 @@ pub const CALL_INTEGER_DIGITS: u32 = 200;
 /// The most exponent digits in a tool call's number (exponents up to 99).
 pub const CALL_EXPONENT_DIGITS: u32 = 2;
 
-/// `numbers` within the tool-call limits (the tighter cap of each part), exponents read
-/// as JSON reads them (leading zeros allowed).
+/// `numbers` within the tool-call limits (the tighter cap of each part), exponents in
+/// scientific form, their digits read as JSON reads them (leading zeros allowed).
 pub(crate) fn call_number_syntax(numbers: &NumberSyntax) -> NumberSyntax {
     let cap = |cap: Option<u32>, limit: u32| Some(cap.map_or(limit, |cap| cap.min(limit)));
     NumberSyntax {
@@ -26,7 +29,7 @@ pub(crate) fn call_number_syntax(numbers: &NumberSyntax) -> NumberSyntax {
         max_fraction_digits: numbers.max_fraction_digits,
         max_exponent_digits: cap(numbers.max_exponent_digits, CALL_EXPONENT_DIGITS),
         canonical_exponent: false,
-        scientific_exponent: numbers.scientific_exponent,
+        scientific_exponent: true,
     }
 }
 
@@ -73,9 +76,13 @@ pub(crate) fn outside_syntax(text: &str, syntax: &NumberSyntax) -> Option<String
                 syntax.max_exponent_digits.unwrap_or_default()
             ));
         }
-        if syntax.scientific_exponent && (integer.len() != 1 || integer == "0") {
+        // Scientific: one nonzero digit before the point, or the value zero.
+        let one_nonzero = integer.len() == 1 && integer != "0";
+        let zero = integer == "0"
+            && fraction.is_none_or(|digits| digits.bytes().all(|digit| digit == b'0'));
+        if syntax.scientific_exponent && !one_nonzero && !zero {
             return Some(
-                "an exponent after other than one nonzero digit before the point (write 1.5e7)"
+                "an exponent after other than one nonzero digit before the point (write 1.5e7, not 15e6)"
                     .into(),
             );
         }
@@ -90,14 +97,23 @@ mod tests {
     #[test]
     fn call_numbers_fit_a_double() {
         let syntax = call_number_syntax(&NumberSyntax::default());
-        let largest = format!("{}e99", "9".repeat(CALL_INTEGER_DIGITS as usize));
-        assert_eq!(outside_syntax(&largest, &syntax), None);
-        assert!(largest.parse::<f64>().unwrap().is_finite());
+        for largest in [
+            "9".repeat(CALL_INTEGER_DIGITS as usize),
+            format!("9.{}e99", "9".repeat(400)),
+        ] {
+            assert_eq!(outside_syntax(&largest, &syntax), None);
+            assert!(largest.parse::<f64>().unwrap().is_finite());
+        }
         for (text, refused) in [
             ("1e400", true),
             ("1e99", false),
             ("-1E+07", false),
             ("1e099", true),
+            ("15e-8", true),
+            ("0.5e3", true),
+            ("1.5e-7", false),
+            ("0e5", false),
+            ("-0.00E-1", false),
             (&"1".repeat(201), true),
             (&"1".repeat(200), false),
             ("0.000001", false),

@@ -4,6 +4,7 @@
 //! message written for the model (it goes back as a `role: tool` message), naming the
 //! tool, the place and what is wrong.
 
+use grail_schema::numeric::Decimal;
 use serde_json::{Value, json};
 
 use crate::answer::{JSON_SPACE, call_first_chars, calls_begin};
@@ -508,7 +509,12 @@ fn check_call(
     let value = arguments
         .to_value()
         .expect("numbers within the call syntax are finite doubles");
-    check_arguments(tool, &value, options.schema.additional_properties_default)?;
+    check_arguments(
+        tool,
+        &value,
+        arguments,
+        options.schema.additional_properties_default,
+    )?;
     let mut text = String::new();
     arguments.write_compact(&mut text);
     Ok(ToolCall {
@@ -520,7 +526,16 @@ fn check_call(
 
 /// The arguments checked against the tool's schema (with undeclared properties refused
 /// where the schema does not say, unless `open_objects`, as the grammar reads it).
-fn check_arguments(tool: &Tool, arguments: &Value, open_objects: bool) -> Result<(), Vec<Fault>> {
+/// `written` is the arguments as written: a bound the `jsonschema` crate finds broken by a
+/// number it read as a double is checked again on the number's text, exactly (as the
+/// grammar reads bounds), so a value within a double's rounding of its bound is not
+/// refused when it meets the bound.
+fn check_arguments(
+    tool: &Tool,
+    arguments: &Value,
+    written: &Json,
+    open_objects: bool,
+) -> Result<(), Vec<Fault>> {
     let mut schema = tool.parameters.clone();
     if !open_objects {
         close_objects(&mut schema);
@@ -546,6 +561,9 @@ fn check_arguments(tool: &Tool, arguments: &Value, open_objects: bool) -> Result
     let mut faults = Vec::new();
     for error in validator.iter_errors(arguments) {
         let pointer = error.instance_path().to_string();
+        if meets_bound_exactly(error.kind(), written, &pointer) == Some(true) {
+            continue;
+        }
         if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind() {
             let property = property
                 .as_str()
@@ -599,6 +617,29 @@ fn check_arguments(tool: &Tool, arguments: &Value, open_objects: bool) -> Result
     });
     let all: Vec<Fault> = missing.chain(faults).collect();
     if all.is_empty() { Ok(()) } else { Err(all) }
+}
+
+/// For a broken numeric bound (`minimum`, `maximum` and their exclusive forms), whether
+/// the number written at `pointer` meets it when both are read as exact decimals.
+fn meets_bound_exactly(
+    kind: &jsonschema::error::ValidationErrorKind,
+    written: &Json,
+    pointer: &str,
+) -> Option<bool> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    use std::cmp::Ordering;
+    let (limit, meets): (&Value, fn(Ordering) -> bool) = match kind {
+        Kind::Minimum { limit } => (limit, |order| order != Ordering::Less),
+        Kind::ExclusiveMinimum { limit } => (limit, |order| order == Ordering::Greater),
+        Kind::Maximum { limit } => (limit, |order| order != Ordering::Greater),
+        Kind::ExclusiveMaximum { limit } => (limit, |order| order == Ordering::Less),
+        _ => return None,
+    };
+    let Value::Number(limit) = limit else {
+        return None;
+    };
+    let value = Decimal::parse(written.number_at(pointer)?).ok()?;
+    Some(meets(value.cmp(&Decimal::from_json(limit))))
 }
 
 /// Adds `"additionalProperties": false` to every schema that declares `properties` and

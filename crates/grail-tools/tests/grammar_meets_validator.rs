@@ -15,7 +15,10 @@ const REGISTRY: &str = r#"[
     "properties": {"code": {"type": "string"}}, "required": ["code"]}},
   {"name": "measure", "parameters": {"type": "object",
     "properties": {"value": {"type": "number"}, "count": {"type": "integer"}}}},
-  {"name": "now", "parameters": {"type": "object", "properties": {}}}
+  {"name": "now", "parameters": {"type": "object", "properties": {}}},
+  {"name": "rate", "parameters": {"type": "object",
+    "properties": {"above": {"type": "number", "exclusiveMinimum": 0.1},
+                   "at_most": {"type": "number", "maximum": 0.3}}}}
 ]"#;
 
 fn registry() -> ToolRegistry {
@@ -163,8 +166,9 @@ fn text_that_starts_like_calls_gets_one_answer() {
     assert!(verdicts(&hermes, "{\"a\": 1}").0);
 }
 
-/// Finding 4: numbers keep their text, and a number beyond the doubles is refused by both
-/// as out of range, never called invalid JSON.
+/// Finding 4: numbers keep their text, a number beyond the doubles is refused by both as
+/// out of range, never called invalid JSON, and a value within a double's rounding of a
+/// bound that meets it is not refused.
 #[test]
 fn numbers_keep_their_text_and_stay_within_doubles() {
     for wire in WireFormat::ALL {
@@ -193,5 +197,28 @@ fn numbers_keep_their_text_and_stay_within_doubles() {
         let small = call(wire, "measure", r#"{"value": -1.5e-99, "count": 0}"#, false);
         let (matched, checked) = verdicts(&options, &small);
         assert!(matched && checked.is_ok(), "{wire:?}: {small}");
+        // Bounds are read as exact decimals by both, not at a double's precision.
+        for (arguments, valid) in [
+            (r#"{"above": 0.10000000000000000001}"#, true),
+            (r#"{"above": 0.1}"#, false),
+            (r#"{"at_most": 0.3}"#, true),
+            (r#"{"at_most": 0.29999999999999999999}"#, true),
+        ] {
+            let text = call(wire, "rate", arguments, false);
+            let (matched, checked) = verdicts(&options, &text);
+            assert_eq!(matched, valid, "{wire:?}: grammar on {arguments}");
+            assert_eq!(checked.is_ok(), valid, "{wire:?}: {arguments}: {checked:?}");
+        }
+    }
+}
+
+/// The tool-call number caps keep the grammars of bounds small (scientific exponents):
+/// with any mantissa before a two-digit exponent, `rate`'s two bounds took 233 KB.
+#[test]
+fn bounded_numbers_keep_small_grammars() {
+    for wire in WireFormat::ALL {
+        let options = options(wire, ToolChoice::Named("rate".into()), false);
+        let gbnf = tool_call_grammar(&registry(), &options).unwrap().gbnf();
+        assert!(gbnf.len() < 4000, "{wire:?}: {} bytes", gbnf.len());
     }
 }

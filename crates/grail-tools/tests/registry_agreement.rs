@@ -127,6 +127,9 @@ fn integral(number: &str) -> String {
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let digits = format!("{whole}{fraction}");
     let shift = exponent - fraction.len() as i64;
+    if digits.bytes().all(|digit| digit == b'0') {
+        return if negative { "-0" } else { "0" }.to_string();
+    }
     let integer = if shift >= 0 {
         format!("{digits}{}", "0".repeat(shift as usize))
     } else {
@@ -481,6 +484,7 @@ fn integral_numbers_are_written_as_integers() {
     assert_eq!(integral("1.5"), "1.5");
     assert_eq!(integral("120e-1"), "12");
     assert_eq!(integral("0.0"), "0");
+    assert_eq!(integral("-0e-5"), "-0");
     assert_eq!(
         integral_numbers(r#"{"a":1.0,"b":"1.0","c":[2e1,0.5]}"#),
         r#"{"a":1,"b":"1.0","c":[20,0.5]}"#
