@@ -173,7 +173,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         )),
         _ => bail!(
             "--backend `{}` is unknown; use embedded, llama-server=URL or openai=URL",
-            args.backend
+            grail_server::remote::url_without_credentials(&args.backend)
         ),
     };
     let settings = ServerSettings {
@@ -214,7 +214,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let address = listener.local_addr()?;
         eprintln!(
             "grail serve: listening on http://{address} (backend: {}, model: {}); GET /health answers 200 once the model is ready",
-            args.backend,
+            grail_server::remote::url_without_credentials(&args.backend),
             backend.model_id()
         );
         let state = AppState::new(backend.clone(), settings);

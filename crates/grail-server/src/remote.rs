@@ -29,6 +29,12 @@ pub const MAX_EVENT_LINE_BYTES: usize = 1 << 20;
 /// The most bytes of an upstream error body read (a redacted start of it is shown).
 const ERROR_BODY_BYTES: u64 = 64 * 1024;
 
+/// `url` without the credentials it may carry (`http://user:pass@host` → `http://host`),
+/// as logs and errors show it.
+pub fn url_without_credentials(url: &str) -> String {
+    split_credentials(url).0
+}
+
 /// Which field carries the grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteKind {
