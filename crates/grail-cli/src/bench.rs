@@ -74,6 +74,11 @@ pub struct BenchArgs {
     /// one per request) through the document in lockstep, and report their memory.
     #[arg(long, default_value_t = 0)]
     pub sequences: usize,
+    /// With --sequences: fill each step's masks of all sequences in one batch call on a
+    /// pool of this many threads (as a server batching its sequences does), and report
+    /// the batch's time per step; every row is checked against a lone matcher's mask.
+    #[arg(long, requires = "sequences")]
+    pub threads: Option<usize>,
     /// The grammar of a JSON Schema instead of a GBNF file.
     #[command(flatten, next_help_heading = "JSON Schema (instead of a GBNF grammar)")]
     pub schema: SchemaSource,
@@ -324,7 +329,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         }));
     }
     let sequences = if args.sequences > 0 {
-        run_sequences(&grammar, &index, &ids, args.sequences)
+        match args.threads {
+            None => run_sequences(&grammar, &index, &ids, args.sequences),
+            Some(threads) => run_batch(&grammar, &index, &ids, args.sequences, threads)?,
+        }
     } else {
         Value::Null
     };
@@ -429,6 +437,58 @@ fn run_sequences(
     })
 }
 
+/// Runs `count` forks of one matcher through the document in lockstep, each step's masks
+/// filled in one batch call ([`grail_engine::fill_masks`]) on a pool of `threads`
+/// threads; every row is compared with the mask of a lone matcher at the same step.
+fn run_batch(
+    grammar: &grail_engine::CompiledGrammar,
+    index: &Arc<VocabularyIndex>,
+    ids: &[u32],
+    count: usize,
+    threads: usize,
+) -> anyhow::Result<Value> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .context("cannot start the batch's threads")?;
+    let rss_before = status_kib("VmRSS");
+    let template = Matcher::with_vocabulary(grammar, index.clone());
+    let mut lone = template.fork();
+    let mut matchers: Vec<Matcher> = (0..count).map(|_| template.fork()).collect();
+    let row_words = index.vocabulary().len().div_ceil(32);
+    let mut rows = vec![0u32; row_words * count];
+    let mut lone_mask = TokenBitmask::new(index.vocabulary().len());
+    let mut step_ms = Vec::with_capacity(ids.len());
+    let mut ok = true;
+    let mut equal = true;
+    for &id in ids {
+        let started = Instant::now();
+        {
+            let mut batch: Vec<&mut Matcher> = matchers.iter_mut().collect();
+            pool.install(|| grail_engine::fill_masks(&mut batch, &mut rows, row_words));
+        }
+        step_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        lone.fill_mask(&mut lone_mask);
+        equal &= rows.chunks(row_words).all(|row| row == lone_mask.words());
+        ok &= lone_mask.is_set(id) && lone.accept_token(id).is_ok();
+        for matcher in &mut matchers {
+            ok &= matcher.accept_token(id).is_ok();
+        }
+    }
+    let rss_delta = status_kib("VmRSS") - rss_before;
+    let total_ms: f64 = step_ms.iter().sum();
+    Ok(json!({
+        "count": count,
+        "threads": threads,
+        "ok": ok,
+        "masks_equal_lone": equal,
+        "batch_ms": summarize(&step_ms.iter().map(|ms| ms * 1e3).collect::<Vec<_>>()),
+        "batch_total_ms": (total_ms * 100.0).round() / 100.0,
+        "rss_delta_kib": rss_delta,
+        "kib_per_sequence": rss_delta / count as i64,
+    }))
+}
+
 fn print_human(result: &Value) {
     println!(
         "grammar {}  vocab {} ({} setup s)  doc {} ({} tokens)",
@@ -465,7 +525,28 @@ fn print_human(result: &Value) {
         }
     }
     let sequences = &result["sequences"];
-    if !sequences.is_null() {
+    if !sequences["threads"].is_null() {
+        println!(
+            "{} sequences, masks in one batch on {} threads: {}{}  batch per step: median {} µs  p99 {}  |  total {} ms  |  +{} KiB ({} KiB each)",
+            sequences["count"],
+            sequences["threads"],
+            if sequences["ok"] == true {
+                "ok"
+            } else {
+                "FAILED"
+            },
+            if sequences["masks_equal_lone"] == true {
+                ", every row equal to a lone matcher's"
+            } else {
+                ", ROWS DIFFER from a lone matcher's"
+            },
+            sequences["batch_ms"]["median_us"],
+            sequences["batch_ms"]["p99_us"],
+            sequences["batch_total_ms"],
+            sequences["rss_delta_kib"],
+            sequences["kib_per_sequence"]
+        );
+    } else if !sequences.is_null() {
         println!(
             "{} sequences at once: {}  mask median {} µs  p99 {}  max {}  |  +{} KiB ({} KiB each)",
             sequences["count"],

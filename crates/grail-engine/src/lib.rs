@@ -21,6 +21,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod batch;
 mod chunked_vec;
 mod compile;
 mod counted;
@@ -49,6 +50,7 @@ mod walk_buffers;
 mod walk_escapes;
 mod walk_loops;
 
+pub use batch::fill_masks;
 pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};
 pub use error::{AcceptError, CompileError, DraftRefused, LimitExceeded};
 pub use grail_grammar::ScalarSet;
