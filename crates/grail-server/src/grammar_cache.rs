@@ -153,6 +153,11 @@ impl GrammarCache {
         Ok(constraint)
     }
 
+    /// Whether a constraint is kept for `key` (without counting a use of it).
+    pub fn contains(&self, key: &str) -> bool {
+        self.capacity > 0 && self.lock().by_key.contains_key(key)
+    }
+
     /// Compiled nodes kept, over all entries.
     pub fn nodes(&self) -> usize {
         self.lock().nodes

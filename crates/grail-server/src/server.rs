@@ -14,14 +14,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::api::ChatRequest;
 use crate::backend::Backend;
 use crate::complete::{Completion, Event, answer};
 use crate::error::ApiError;
 use crate::grammar_cache::{
-    DEFAULT_GRAMMAR_CACHE_ENTRIES, DEFAULT_GRAMMAR_CACHE_NODES, GrammarCache,
+    DEFAULT_GRAMMAR_CACHE_ENTRIES, DEFAULT_GRAMMAR_CACHE_NODES, GrammarCache, constraint_key,
 };
 use crate::guard::{BrowserPolicy, require_json};
 use crate::listen::{ListenLimits, serve_connections};
@@ -153,7 +153,7 @@ impl AppState {
         let _ = self.log_sink.set(sink);
     }
 
-    /// The most requests that were ever planned at once (at most
+    /// The most grammars that were ever built at once in planning slots (at most
     /// [`ServerSettings::planning_slots`]).
     pub fn planning_peak(&self) -> usize {
         self.planning_peak.load(Ordering::SeqCst)
@@ -618,16 +618,61 @@ async fn start(
         .expect("a valid response"))
 }
 
-/// Plans `request` in a planning slot: at most [`ServerSettings::planning_slots`] plans
-/// are built at once (a grammar's planning takes memory in proportion to it), at most
-/// [`ServerSettings::planning_queue`] requests wait for a slot (more: 503), and none
-/// waits past its deadline (504). The slot is held until planning ends, even when the
-/// client goes away first.
+/// Plans `request`; one that builds a grammar does so in a planning slot: at most
+/// [`ServerSettings::planning_slots`] grammars are built at once (building takes memory
+/// in proportion to the grammar), at most [`ServerSettings::planning_queue`] requests
+/// wait for a slot (more: 503), and none waits past its deadline (504). The slot is held
+/// until planning ends, even when the client goes away first. A request with no
+/// constraint, or whose grammar is in the cache, takes no slot: it is not held up behind
+/// large grammars.
 async fn plan_bounded(
     state: &Arc<AppState>,
     request: ChatRequest,
     deadline: Instant,
 ) -> Result<Plan, ApiError> {
+    let unconstrained = request.tools.as_ref().is_none_or(Vec::is_empty)
+        && request.grammar.is_none()
+        && request.response_format.is_none();
+    let light = unconstrained || state.grammars.contains(&constraint_key(&request));
+    let permit = if light {
+        None
+    } else {
+        Some(planning_slot(state, deadline).await?)
+    };
+    // Plans compile grammars (a big schema takes milliseconds): off the async threads.
+    let settings = state.settings.plan.clone();
+    let grammars = state.grammars.clone();
+    let counts = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let Some(permit) = permit else {
+            return plan(request, &settings, &grammars);
+        };
+        let now = counts.planning_now.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.planning_peak.fetch_max(now, Ordering::SeqCst);
+        let planned = plan(request, &settings, &grammars);
+        counts.planning_now.fetch_sub(1, Ordering::SeqCst);
+        drop(permit);
+        planned
+    })
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "internal",
+            "planning the request failed",
+        )
+    })?
+}
+
+/// Waits for a planning slot (see [`plan_bounded`]).
+async fn planning_slot(
+    state: &Arc<AppState>,
+    deadline: Instant,
+) -> Result<OwnedSemaphorePermit, ApiError> {
+    if let Ok(permit) = state.planning.clone().try_acquire_owned() {
+        return Ok(permit);
+    }
     let waiting = state.planning_waiting.fetch_add(1, Ordering::SeqCst);
     let permit = if waiting >= state.settings.planning_queue {
         Err(ApiError::new(
@@ -650,28 +695,7 @@ async fn plan_bounded(
         }
     };
     state.planning_waiting.fetch_sub(1, Ordering::SeqCst);
-    let permit = permit?;
-    // Plans compile grammars (a big schema takes milliseconds): off the async threads.
-    let settings = state.settings.plan.clone();
-    let grammars = state.grammars.clone();
-    let counts = state.clone();
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let now = counts.planning_now.fetch_add(1, Ordering::SeqCst) + 1;
-        counts.planning_peak.fetch_max(now, Ordering::SeqCst);
-        let planned = plan(request, &settings, &grammars);
-        counts.planning_now.fetch_sub(1, Ordering::SeqCst);
-        planned
-    })
-    .await
-    .map_err(|_| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            "internal",
-            "planning the request failed",
-        )
-    })?
+    permit
 }
 
 /// A body read past the limit is still drained (up to this much) so the client can read
