@@ -352,11 +352,7 @@ fn upstream_secrets_never_reach_the_client() {
     drop(server);
 
     // Unreachable: the URL in the error has no credentials.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (_reserved, closed) = refusing_port();
     let url = format!("http://bob:pw-secret-9@127.0.0.1:{closed}/v1");
     let server = TestServer::start(remote_at(&url, None), quiet());
     let (status, answer) = post(&server, &json!({"messages": user("x")}));

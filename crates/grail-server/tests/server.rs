@@ -726,12 +726,8 @@ fn a_backend_that_ignores_the_grammar_is_caught() {
 
 #[test]
 fn a_backend_that_is_down_fails_or_times_out_is_a_gateway_error() {
-    // Nothing listens on a port just released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Nothing listens there (and no parallel test can take the port meanwhile).
+    let (_reserved, port) = refusing_port();
     let server = TestServer::start(
         remote(
             RemoteKind::LlamaServer,

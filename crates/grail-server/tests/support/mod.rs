@@ -198,3 +198,13 @@ pub fn wait_until(what: &str, condition: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// A port of 127.0.0.1 that refuses connections for as long as the socket lives: bound,
+/// never listening, so no other test can take it meanwhile (a port merely released can
+/// be handed to a parallel test's listener).
+pub fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (socket, port)
+}
