@@ -335,6 +335,12 @@ export declare function check(
 export declare function allocateTokenBitmask(vocabularySize: number, rows?: number): Uint32Array
 /** The token ids set in row `row` of a bitmask. */
 export declare function bitmaskIds(bitmask: Uint32Array, vocabularySize: number, row?: number): number[]
+/**
+ * The tokens allowed next of each matcher, into row `rows[i]` (row `i` without `rows`) of
+ * `bitmask`, computed on threads: the same rows as `fillNextTokenBitmask` on each matcher.
+ * Each matcher and each row may appear once.
+ */
+export declare function fillNextTokenBitmasks(matchers: Matcher[], bitmask: Uint32Array, rows?: number[]): void
 
 /** One fault of an invalid tool-call output. */
 export interface CallFault {

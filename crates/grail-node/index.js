@@ -553,4 +553,5 @@ module.exports.check = check
 module.exports.validateCall = validateCall
 module.exports.allocateTokenBitmask = allocateTokenBitmask
 module.exports.bitmaskIds = bitmaskIds
+module.exports.fillNextTokenBitmasks = native.fillNextTokenBitmasks
 module.exports.version = native.version()

@@ -15,6 +15,7 @@
 // checks the library under `cfg(test)` too, where nothing would use them.
 #![cfg_attr(test, allow(dead_code))]
 
+mod batch;
 mod check;
 mod errors;
 mod grammar;

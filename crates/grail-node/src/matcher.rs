@@ -35,10 +35,10 @@ pub struct InputFailure {
 /// t % 32 of word t / 32 set when token t is allowed).
 #[napi]
 pub struct Matcher {
-    inner: RustMatcher,
+    pub(crate) inner: RustMatcher,
     mask: Option<TokenBitmask>,
     /// An end-of-generation token was accepted: nothing may follow.
-    ended: bool,
+    pub(crate) ended: bool,
     /// `ended` before each accepted token (for rollback).
     ended_history: Vec<bool>,
     /// Numbers for the distinct rule lists met, shared with forks (see `step`).
@@ -147,7 +147,7 @@ fn decode(encoded: &[u32]) -> Vec<RuleObject> {
 }
 
 impl Matcher {
-    fn mask(&mut self) -> napi::Result<&mut TokenBitmask> {
+    pub(crate) fn mask(&mut self) -> napi::Result<&mut TokenBitmask> {
         self.mask.as_mut().ok_or_else(|| {
             invalid(
                 "this matcher has no vocabulary: create it with new Matcher(grammar, vocabulary)",

@@ -236,6 +236,18 @@ test('Matcher: text and tokens, rollback, fork', () => {
   assert.deepEqual(grail.bitmaskIds(bitmask, vocabulary.size, 1), [1, 3])
   assert.deepEqual(grail.bitmaskIds(bitmask, vocabulary.size, 0), [])
   assert.throws(() => matcher.fillNextTokenBitmask(new Uint32Array(0)), /words/)
+  // A batch: each row as its matcher alone, rows in another order, rows not named kept.
+  const batch = [new Matcher(grammar, vocabulary), matcher, fork]
+  const rows = grail.allocateTokenBitmask(vocabulary.size, 4)
+  rows.fill(7)
+  grail.fillNextTokenBitmasks(batch, rows, [3, 1, 0])
+  assert.deepEqual(grail.bitmaskIds(rows, vocabulary.size, 3), [0, 2])
+  assert.deepEqual(grail.bitmaskIds(rows, vocabulary.size, 1), [1, 3])
+  assert.deepEqual(grail.bitmaskIds(rows, vocabulary.size, 0), [1, 3])
+  assert.equal(rows[2], 7)
+  assert.throws(() => grail.fillNextTokenBitmasks([matcher, matcher], rows), /twice/)
+  assert.throws(() => grail.fillNextTokenBitmasks(batch, rows, [0, 0, 1]), /twice/)
+  assert.throws(() => grail.fillNextTokenBitmasks(batch, new Uint32Array(1)), /words/)
   assert.throws(() => new Matcher(grammar).allowedTokens(), /no vocabulary/)
 })
 

@@ -8,6 +8,7 @@ import GBNF, {
   Vocabulary,
   allocateTokenBitmask,
   check,
+  fillNextTokenBitmasks,
   forced,
   isRange,
   matches,
@@ -57,6 +58,9 @@ const vocabulary: Vocabulary = Vocabulary.fromFile('tokenizer.json')
 const matcher = new Matcher(grammar, vocabulary)
 const bitmask: Uint32Array = allocateTokenBitmask(vocabulary.size)
 matcher.fillNextTokenBitmask(bitmask)
+fillNextTokenBitmasks([matcher], bitmask, [0])
+const drafted: number = matcher.validateTokens([1, 2])
+void drafted
 const next = matcher.add('{')
 if (next instanceof Matcher) {
   next.acceptToken(1)
