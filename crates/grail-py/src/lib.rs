@@ -10,6 +10,7 @@
 
 use pyo3::prelude::*;
 
+mod batch;
 mod errors;
 mod grammar;
 mod json;
@@ -38,5 +39,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<vocabulary::Vocabulary>()?;
     module.add_class::<matcher::Matcher>()?;
     module.add_function(wrap_pyfunction!(tools::validate_call, module)?)?;
+    module.add_function(wrap_pyfunction!(batch::fill_next_token_bitmasks, module)?)?;
     Ok(())
 }

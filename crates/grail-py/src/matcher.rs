@@ -17,14 +17,14 @@ use crate::vocabulary::Vocabulary;
 /// `accept_token` moves on; `rollback` undoes tokens (speculative decoding, retries).
 #[pyclass(module = "grail_gbnf")]
 pub struct Matcher {
-    inner: RustMatcher,
+    pub(crate) inner: RustMatcher,
     mask: TokenBitmask,
     /// The last numpy bitmask filled and where its words are: a step's call with the
     /// same array skips reading `__array_interface__` again (a numpy array's data and
     /// shape stay put while a reference is held: `resize` refuses to move them).
     last_target: Option<(Py<PyAny>, BitmaskTarget)>,
     /// An end-of-generation token was accepted: nothing may follow.
-    ended: bool,
+    pub(crate) ended: bool,
     /// `ended` before each accepted token (for rollback).
     ended_history: Vec<bool>,
 }
@@ -35,10 +35,10 @@ pub struct Matcher {
 /// protocol is not used: the stable ABI has it only from Python 3.11, and this module
 /// supports 3.9.
 #[derive(Clone, Copy)]
-struct BitmaskTarget {
-    address: usize,
-    rows: usize,
-    width: usize,
+pub(crate) struct BitmaskTarget {
+    pub(crate) address: usize,
+    pub(crate) rows: usize,
+    pub(crate) width: usize,
 }
 
 /// `numpy.ndarray`, looked up once.
@@ -46,7 +46,7 @@ static NDARRAY: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::Py
 
 /// True when `object` is exactly a numpy array (not a subclass, whose `resize` could
 /// behave otherwise).
-fn is_exact_ndarray(object: &Bound<'_, PyAny>) -> bool {
+pub(crate) fn is_exact_ndarray(object: &Bound<'_, PyAny>) -> bool {
     let py = object.py();
     let ndarray = NDARRAY.get_or_try_init(py, || -> PyResult<_> {
         Ok(py
@@ -58,7 +58,7 @@ fn is_exact_ndarray(object: &Bound<'_, PyAny>) -> bool {
     ndarray.is_ok_and(|ndarray| object.get_type().is(ndarray.bind(py)))
 }
 
-fn bitmask_target(bitmask: &Bound<'_, PyAny>) -> PyResult<BitmaskTarget> {
+pub(crate) fn bitmask_target(bitmask: &Bound<'_, PyAny>) -> PyResult<BitmaskTarget> {
     let py = bitmask.py();
     let kind = |message: &str| {
         PyTypeError::new_err(format!(

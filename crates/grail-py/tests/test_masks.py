@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import grail_gbnf as grail
-from conftest import SHARED_BENCH
+from conftest import SHARED_BENCH, token_id
 
 PREFIXES = ['', '{', '{"a', '{"key": ', '{"key": [1, 2', '{"key": {"n": true}, "s": "x\\u00', '{"n": 1.5e']
 
@@ -59,3 +59,30 @@ def test_a_batch_filled_from_threads_equals_the_serial_fill():
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda row: matchers[row].fill_next_token_bitmask(threaded, row), range(len(matchers))))
     assert np.array_equal(serial, threaded)
+
+
+def test_a_batch_fills_each_row_as_its_matcher_alone(tiny_vocabulary):
+    grammars = [grail.Grammar.from_gbnf(text) for text in ('root ::= [a-c]+', 'root ::= "yes" | "no"', 'root ::= "{" [0-9]* "}"')]
+    matchers = [grail.Matcher(grammars[i % 3], tiny_vocabulary) for i in range(12)]
+    first_tokens = ["a", "y", "{"]  # a first token for each grammar
+    for i, matcher in enumerate(matchers):
+        if i % 2:
+            assert matcher.accept_token(token_id(tiny_vocabulary, first_tokens[i % 3]))
+    alone = grail.allocate_token_bitmask(12, tiny_vocabulary.size)
+    for i, matcher in enumerate(matchers):
+        matcher.fill_next_token_bitmask(alone, i)
+    batch = grail.allocate_token_bitmask(14, tiny_vocabulary.size)
+    order = [13 - i for i in range(12)]  # rows in another order than the matchers
+    grail.fill_next_token_bitmasks(matchers, batch, order)
+    for i in range(12):
+        assert (batch[order[i]] == alone[i]).all()
+    assert (batch[0] == -1).all() and (batch[1] == -1).all()  # rows not named stay as they were
+    plain = grail.allocate_token_bitmask(12, tiny_vocabulary.size)
+    grail.fill_next_token_bitmasks(matchers, plain)
+    assert (plain == alone).all()
+    with pytest.raises(ValueError):
+        grail.fill_next_token_bitmasks(matchers[:2], batch, [3, 3])
+    with pytest.raises(IndexError):
+        grail.fill_next_token_bitmasks(matchers[:1], batch, [14])
+    with pytest.raises(ValueError):
+        grail.fill_next_token_bitmasks(matchers[:2], batch, [1])

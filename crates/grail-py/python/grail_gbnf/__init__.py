@@ -25,6 +25,7 @@ from ._native import (
     Vocabulary,
     VocabularyError,
     __version__,
+    fill_next_token_bitmasks,
     validate_call,
 )
 from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, bitmask_to_token_ids
@@ -44,6 +45,7 @@ __all__ = [
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "bitmask_to_token_ids",
+    "fill_next_token_bitmasks",
     "validate_call",
     "vocabulary_from_hf",
 ]

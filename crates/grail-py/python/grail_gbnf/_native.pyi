@@ -80,6 +80,10 @@ class Matcher:
     def forced(self, max_chars: int = 256) -> str: ...
     def fork(self) -> "Matcher": ...
 
+def fill_next_token_bitmasks(
+    matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None
+) -> None: ...
+
 def validate_call(
     tools: Union[str, Sequence[Dict[str, Any]], Dict[str, Any]],
     output: str,

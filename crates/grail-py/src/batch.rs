@@ -1,0 +1,88 @@
+//! `fill_next_token_bitmasks`: the masks of a batch's matchers in one call, computed on
+//! threads with the GIL released (as xgrammar's batch matcher and llguidance's parallel
+//! fill do).
+
+use grail_engine::{Matcher as RustMatcher, fill_masks};
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::matcher::{Matcher, bitmask_target};
+
+/// Writes the tokens allowed next of `matchers[i]` into row `indices[i]` of `bitmask`
+/// (row `i` without `indices`), computing the masks on threads with the GIL released:
+/// the same rows as calling `fill_next_token_bitmask` on each matcher. The bitmask is
+/// as for `fill_next_token_bitmask` (shape (batch, ceil(vocab_size / 32))); the rows must
+/// be distinct, and each matcher may appear once.
+#[pyfunction]
+#[pyo3(signature = (matchers, bitmask, indices = None))]
+pub fn fill_next_token_bitmasks(
+    py: Python<'_>,
+    mut matchers: Vec<PyRefMut<'_, Matcher>>,
+    bitmask: &Bound<'_, PyAny>,
+    indices: Option<Vec<usize>>,
+) -> PyResult<()> {
+    let target = bitmask_target(bitmask)?;
+    let indices = indices.unwrap_or_else(|| (0..matchers.len()).collect());
+    if indices.len() != matchers.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} matchers but {} row indices",
+            matchers.len(),
+            indices.len()
+        )));
+    }
+    let mut seen = vec![false; target.rows];
+    for &index in &indices {
+        if index >= target.rows {
+            return Err(PyIndexError::new_err(format!(
+                "row {index} of a bitmask of {} rows",
+                target.rows
+            )));
+        }
+        if std::mem::replace(&mut seen[index], true) {
+            return Err(PyValueError::new_err(format!(
+                "row {index} is named twice; each matcher needs its own row"
+            )));
+        }
+    }
+    let mut words = 0;
+    for matcher in &matchers {
+        let needed = matcher
+            .inner
+            .vocabulary()
+            .map_or(0, |index| index.vocabulary().len().div_ceil(32));
+        words = words.max(needed);
+    }
+    if target.width < words {
+        return Err(PyValueError::new_err(format!(
+            "the bitmask rows hold {} words; these vocabularies need {words} (allocate_token_bitmask(batch, vocab.size))",
+            target.width
+        )));
+    }
+    let ended: Vec<bool> = matchers.iter().map(|matcher| matcher.ended).collect();
+    let mut inner: Vec<&mut RustMatcher> = matchers
+        .iter_mut()
+        .map(|matcher| &mut matcher.inner)
+        .collect();
+    // The masks into a buffer of the batch's own, on threads without the GIL; then into
+    // the caller's rows with the GIL held (no Python code can move or free them then).
+    let mut rows = vec![0u32; words.max(1) * inner.len()];
+    py.detach(|| fill_masks(&mut inner, &mut rows, words.max(1)));
+    for ((row, &index), ended) in rows.chunks(words.max(1)).zip(&indices).zip(ended) {
+        // SAFETY: `bitmask_target` checked that the object is a writable, C-contiguous
+        // int32 array of `rows` × `width` elements at `address`, `index < rows` was
+        // checked above, and the GIL is held while the row is written.
+        let target_row: &mut [u32] = unsafe {
+            std::slice::from_raw_parts_mut(
+                (target.address as *mut u32).add(index * target.width),
+                target.width,
+            )
+        };
+        if ended {
+            target_row.fill(0);
+        } else {
+            target_row[..row.len()].copy_from_slice(row);
+            target_row[row.len()..].fill(0);
+        }
+    }
+    Ok(())
+}
