@@ -82,8 +82,8 @@ pub use grail_syntax::{Diagnostic, LineColumn, Severity, Span};
 
 // The matcher: compiled grammars, text and tokens, masks, next characters, sampling.
 pub use grail_engine::{
-    AcceptError, CompileError, CompileOptions, CompiledGrammar, EngineLimits, LimitExceeded,
-    Matcher, NextCharacters, NextRule, Sampler, Segment, TokenResolver,
+    AcceptError, CompileError, CompileOptions, CompiledGrammar, DraftRefused, EngineLimits,
+    LimitExceeded, Matcher, NextCharacters, NextRule, Sampler, Segment, TokenResolver, fill_masks,
 };
 
 // Vocabularies and token bitmasks.
@@ -101,8 +101,8 @@ pub use grail_schema::{
 
 // Tool calling: registries, tool-call grammars, the pool filter and the validator.
 pub use grail_tools::{
-    CallFault, CallOptions, Checked, Fault, FilteredPool, PoolFilter, Think, Tool, ToolCall,
-    ToolChoice, ToolGrammar, ToolRegistry, ToolsError, WireFormat, tool_call_grammar,
+    Arguments, CallFault, CallOptions, Checked, Fault, FilteredPool, PoolFilter, Think, Tool,
+    ToolCall, ToolChoice, ToolGrammar, ToolRegistry, ToolsError, WireFormat, tool_call_grammar,
     validate_output,
 };
 
