@@ -13,12 +13,13 @@ use grail_gen::{
     DEFAULT_MAX_ATTEMPTS, DecodeOptions, Finish, Generation, MaskStrategy, Message, Model,
     SamplingParams, ToolTask, chat_prompt, decode, quantile_of, raw_prompt, run_tool_task,
 };
+use grail_tools::{Think, ToolChoice};
 use serde_json::json;
 
 use crate::grammar::{GrammarInput, SchemaWarnings, load_grammar};
 use crate::input::read_source;
 use crate::schema::SchemaArgs;
-use crate::tools::{CallArgs, ThinkArg, WireArg};
+use crate::tools::{CallArgs, WireArg};
 
 /// Arguments of `grail generate`.
 #[derive(Debug, Args)]
@@ -48,13 +49,18 @@ pub struct GenerateArgs {
         value_name = "auto|required|none|NAME",
         requires = "tools"
     )]
-    pub choice: String,
+    pub choice: ToolChoice,
     /// With --tools: allow several calls (`--parallel` or `--parallel=MAX`).
     #[arg(long, value_name = "MAX", num_args = 0..=1, require_equals = true, default_missing_value = "0", requires = "tools")]
     pub parallel: Option<u32>,
     /// With --tools: a reasoning block first (`optional`, `required`, `forced`, `off`).
-    #[arg(long, value_enum, default_value_t = ThinkArg::Off, requires = "tools")]
-    pub think: ThinkArg,
+    #[arg(
+        long,
+        default_value = "off",
+        value_name = "off|optional|required|forced",
+        requires = "tools"
+    )]
+    pub think: Think,
     /// With --tools: run the tool-pool filter on the prompt (`x-grail-markers`,
     /// `x-grail-fallback`).
     #[arg(long, requires = "tools")]

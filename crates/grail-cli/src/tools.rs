@@ -27,15 +27,19 @@ pub struct CallArgs {
     /// `auto` (free text or a call), `required` (a call), `none` (free text), or the name
     /// of the one tool to call.
     #[arg(long, default_value = "auto", value_name = "auto|required|none|NAME")]
-    pub choice: String,
+    pub choice: ToolChoice,
     /// Allow several calls in one answer: `--parallel` (no maximum) or `--parallel=MAX`.
     #[arg(long, value_name = "MAX", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
     pub parallel: Option<u32>,
     /// A reasoning block first: `optional` (`<think>…</think>` may come first),
     /// `required` (it must), `forced` (the prompt opened `<think>`: the answer starts
     /// inside it), or `off`.
-    #[arg(long, value_enum, default_value_t = ThinkArg::Off)]
-    pub think: ThinkArg,
+    #[arg(
+        long,
+        default_value = "off",
+        value_name = "off|optional|required|forced"
+    )]
+    pub think: Think,
     /// The user's query: tools with `x-grail-markers` stay only when it holds one of
     /// their markers as whole words; `x-grail-fallback` tools only when few canonical
     /// tools do (--fallback-below).
@@ -76,19 +80,6 @@ pub enum WireArg {
     Mistral,
 }
 
-/// `--think` values.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ThinkArg {
-    /// No reasoning block.
-    Off,
-    /// `<think>…</think>` may come first.
-    Optional,
-    /// `<think>…</think>` comes first.
-    Required,
-    /// The answer starts inside a reasoning block the prompt opened.
-    Forced,
-}
-
 impl CallArgs {
     /// The registry's name in messages.
     fn display_name(&self) -> String {
@@ -125,12 +116,7 @@ impl CallArgs {
             }
             None => (registry, Vec::new()),
         };
-        let choice = match self.choice.as_str() {
-            "auto" => ToolChoice::Auto,
-            "required" => ToolChoice::Required,
-            "none" => ToolChoice::None,
-            name => ToolChoice::Named(name.to_string()),
-        };
+        let choice = self.choice.clone();
         let options = CallOptions {
             wire: match self.wire {
                 WireArg::Openai => WireFormat::OpenAi,
@@ -145,12 +131,7 @@ impl CallArgs {
                 Some(0) => None,
                 Some(max) => Some(max),
             },
-            think: match self.think {
-                ThinkArg::Off => Think::Off,
-                ThinkArg::Optional => Think::Optional,
-                ThinkArg::Required => Think::Required,
-                ThinkArg::Forced => Think::Forced,
-            },
+            think: self.think,
             schema,
         };
         Ok(Ok(Loaded {
