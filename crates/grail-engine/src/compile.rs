@@ -85,7 +85,9 @@ pub struct CompileOptions<'a> {
     pub resolve_token_text: Option<&'a TokenResolver<'a>>,
 }
 
-/// A grammar compiled for matching: immutable, cheap to clone (shared), `Send + Sync`.
+/// A grammar compiled for matching, cheap to clone (shared), `Send + Sync`: its graph
+/// never changes; beside it, the learned store (parse states, walks, masks) that every
+/// matcher of the grammar adds to and reads from, behind a lock.
 #[derive(Debug, Clone)]
 pub struct CompiledGrammar {
     pub(crate) inner: Arc<GrammarGraph>,
