@@ -216,19 +216,7 @@ fn raw_upstream(
     let thread = std::thread::spawn(move || {
         let (mut connection, _) = listener.accept().unwrap();
         let mut reader = BufReader::new(connection.try_clone().unwrap());
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
+        read_request_body(&mut reader);
         respond(&mut connection);
     });
     (port, thread)

@@ -3,7 +3,7 @@
 //! constraint of a request holds in the answer, and faults and bad input get the errors
 //! docs/server.md promises.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -576,19 +576,7 @@ fn start_upstream(mode: Upstream) -> (String, Arc<Mutex<Vec<Value>>>, std::threa
         for connection in listener.incoming().take(1) {
             let mut connection = connection.unwrap();
             let mut reader = BufReader::new(connection.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
+            let body = read_request_body(&mut reader);
             recorded
                 .lock()
                 .unwrap()

@@ -208,3 +208,22 @@ pub fn refusing_port() -> (tokio::net::TcpSocket, u16) {
     let port = socket.local_addr().unwrap().port();
     (socket, port)
 }
+
+/// Reads one HTTP request from a stand-in upstream's connection: its head, then as many
+/// body bytes as its `Content-Length` says; the body.
+pub fn read_request_body(reader: &mut impl std::io::BufRead) -> Vec<u8> {
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap();
+        }
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    body
+}
