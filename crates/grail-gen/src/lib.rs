@@ -32,6 +32,7 @@ pub mod embedded;
 mod llama;
 mod model;
 mod prompt;
+mod prompt_pieces;
 mod sampling;
 pub mod testing;
 mod tool_calls;

@@ -17,6 +17,7 @@ use llama_cpp_2::token::LlamaToken;
 use self_cell::self_cell;
 
 use crate::model::{Model, ModelError};
+use crate::prompt_pieces::{PIECE_BYTES, special_token_pieces};
 
 /// The most context a model gets by default (its trained context when smaller).
 pub const DEFAULT_CONTEXT: u32 = 8192;
@@ -79,6 +80,11 @@ pub struct LlamaCppModel {
     chat_template: Option<String>,
     begin_of_text: Option<u32>,
     context_length: usize,
+    /// Where long prompts may be cut ([`LlamaCppModel::tokenize_in_pieces`]): the texts of
+    /// the end-of-generation tokens llama.cpp reads as special and strips nothing beside.
+    piece_anchors: Vec<String>,
+    /// Every text llama.cpp reads as a special token in a prompt.
+    special_texts: Vec<String>,
     tokens: Vec<u32>,
     /// The batch index of the token whose logits are current.
     logits_index: i32,
@@ -126,6 +132,7 @@ impl LlamaCppModel {
             .vocab()
             .should_add_bos()
             .then(|| model.vocab().bos().0 as u32);
+        let (piece_anchors, special_texts) = special_texts(&model, &vocabulary);
         let context = options.context.min(model.n_ctx_train().max(1)).max(16);
         let threads = options.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, |cores| cores.get() as i32)
@@ -148,10 +155,73 @@ impl LlamaCppModel {
             chat_template,
             begin_of_text,
             context_length: context as usize,
+            piece_anchors,
+            special_texts,
             tokens: Vec::new(),
             logits_index: 0,
             batch: LlamaBatch::new(PROMPT_BATCH, 1),
         })
+    }
+}
+
+/// The texts llama.cpp reads as special tokens in a prompt (control, user-defined and
+/// unknown tokens), and among them the end-of-generation tokens that strip no whitespace
+/// beside them: where long prompts may be cut.
+fn special_texts(
+    model: &LlamaModel,
+    vocabulary: &grail_vocab::Vocabulary,
+) -> (Vec<String>, Vec<String>) {
+    use llama_cpp_2::token_type::LlamaTokenAttr;
+    let vocab = model.vocab();
+    let mut anchors = Vec::new();
+    let mut specials = Vec::new();
+    for id in 0..vocabulary.len() as u32 {
+        let attributes = vocab.attr(LlamaToken(id as i32));
+        let read_as_special = attributes.contains(LlamaTokenAttr::Control)
+            || attributes.contains(LlamaTokenAttr::UserDefined)
+            || attributes.contains(LlamaTokenAttr::Unknown);
+        let Ok(text) = std::str::from_utf8(vocabulary.bytes(id)) else {
+            continue;
+        };
+        if !read_as_special || text.is_empty() {
+            continue;
+        }
+        specials.push(text.to_string());
+        let strips = attributes.contains(LlamaTokenAttr::LStrip)
+            || attributes.contains(LlamaTokenAttr::RStrip);
+        if vocabulary.is_end_of_generation(id) && !strips {
+            anchors.push(text.to_string());
+        }
+    }
+    (anchors, specials)
+}
+
+impl LlamaCppModel {
+    /// The tokens of `text` (special tokens' texts read as those tokens) from one call to
+    /// llama.cpp's tokenizer, whatever its length: [`Model::tokenize`] cuts long prompts
+    /// into pieces first, since llama.cpp's reading of special tokens grows with the
+    /// square of their number; this is the reference it is tested against.
+    pub fn tokenize_whole(&self, text: &str) -> Vec<u32> {
+        let tokens = self
+            .loaded
+            .borrow_owner()
+            .vocab()
+            .tokenize(text.as_bytes(), false, true);
+        tokens.into_iter().map(|token| token.0 as u32).collect()
+    }
+
+    /// The tokens of `text` from pieces of at least `piece_bytes` bytes, cut where
+    /// llama.cpp's own split into special tokens and text cuts too (before an end-of-turn
+    /// token that follows no whitespace): the tokens of [`LlamaCppModel::tokenize_whole`]
+    /// in time linear in the number of special tokens.
+    pub fn tokenize_in_pieces(&self, text: &str, piece_bytes: usize) -> Vec<u32> {
+        let anchors: Vec<&str> = self.piece_anchors.iter().map(String::as_str).collect();
+        let specials: Vec<&str> = self.special_texts.iter().map(String::as_str).collect();
+        let mut tokens = Vec::new();
+        for piece in special_token_pieces(text, &anchors, &specials, piece_bytes) {
+            tokens.extend(self.tokenize_whole(piece));
+        }
+        tokens
     }
 }
 
@@ -161,12 +231,10 @@ impl Model for LlamaCppModel {
     }
 
     fn tokenize(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        let tokens = self
-            .loaded
-            .borrow_owner()
-            .vocab()
-            .tokenize(text.as_bytes(), false, true);
-        Ok(tokens.into_iter().map(|token| token.0 as u32).collect())
+        if text.len() <= PIECE_BYTES {
+            return Ok(self.tokenize_whole(text));
+        }
+        Ok(self.tokenize_in_pieces(text, PIECE_BYTES))
     }
 
     fn begin_of_text(&self) -> Option<u32> {

@@ -148,3 +148,41 @@ fn smollm2_output_matches_a_schema_and_json_gbnf() {
     }
     assert!(model.tokens().len() > prompt.len());
 }
+
+/// A long conversation is tokenized in pieces (llama.cpp's reading of special tokens
+/// grows with the square of their number): the tokens are those of the whole text.
+#[test]
+fn a_long_prompt_in_pieces_has_the_tokens_of_the_whole() {
+    let Some(model) = load() else {
+        return;
+    };
+    let endings = [
+        "",
+        " ",
+        "\n",
+        ".",
+        "  ",
+        "é",
+        "\t",
+        "!\n",
+        "xylophone",
+        "wörterbuch",
+    ];
+    let mut text = String::new();
+    let mut turn = 0;
+    while text.len() < 150_000 {
+        let role = if turn % 2 == 0 { "user" } else { "assistant" };
+        text.push_str(&format!("<|im_start|>{role}\n"));
+        text.push_str(&"word, 12 münchen {\"a\": 1} ".repeat(turn % 5 + 1));
+        text.push_str(endings[turn % endings.len()]);
+        text.push_str("<|im_end|>\n");
+        turn += 1;
+    }
+    let pieces = model.tokenize(&text).unwrap();
+    let whole = model.tokenize_whole(&text);
+    assert_eq!(pieces.len(), whole.len());
+    assert!(
+        pieces == whole,
+        "the tokens of the pieces differ from the whole's"
+    );
+}
