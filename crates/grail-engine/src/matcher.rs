@@ -915,15 +915,7 @@ impl Matcher {
                     let callee = if called_at == generation {
                         existing
                     } else {
-                        let frame = self.frames.len() as u32;
-                        self.frames.push(Frame {
-                            callers: NO_LINK,
-                            completed: false,
-                            is_root: false,
-                        });
-                        scratch.rule_calls[rule as usize] = (generation, frame);
-                        add(graph, scratch, graph.rules[rule as usize].start, frame);
-                        frame
+                        open_call(graph, scratch, &mut self.frames, rule)
                     };
                     let callee_frame = &mut self.frames[callee as usize];
                     self.links.push(Link {
@@ -1218,15 +1210,7 @@ fn resolve_tail_jumps(
             add(graph, scratch, graph.rules[rule as usize].start, group[0].2);
             continue;
         } else {
-            let frame = frames.len() as u32;
-            frames.push(Frame {
-                callers: NO_LINK,
-                completed: false,
-                is_root: false,
-            });
-            scratch.rule_calls[rule as usize] = (generation, frame);
-            add(graph, scratch, graph.rules[rule as usize].start, frame);
-            frame
+            open_call(graph, scratch, frames, rule)
         };
         for &(_, end, caller) in group {
             let callee_frame = &mut frames[callee as usize];
@@ -1246,6 +1230,26 @@ fn resolve_tail_jumps(
 }
 
 /// Adds an item to the step being closed, once, if it can still complete.
+/// Calls `rule` at this step: a new frame, remembered as the rule's call of this step,
+/// with the rule's start entered in it. Returns the frame.
+#[inline]
+fn open_call(
+    graph: &GrammarGraph,
+    scratch: &mut Scratch,
+    frames: &mut Vec<Frame>,
+    rule: u32,
+) -> u32 {
+    let frame = frames.len() as u32;
+    frames.push(Frame {
+        callers: NO_LINK,
+        completed: false,
+        is_root: false,
+    });
+    scratch.rule_calls[rule as usize] = (scratch.generation, frame);
+    add(graph, scratch, graph.rules[rule as usize].start, frame);
+    frame
+}
+
 fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
     let item = Item {
         node,
