@@ -150,14 +150,14 @@ impl Matcher {
             .cloned()
             .ok_or(JumpForwardError::NoVocabulary)?;
         let vocabulary = index.vocabulary();
-        let (bytes, mut after) = self.forced_run(max_bytes);
+        let (bytes, after) = self.forced_run(max_bytes);
         let mut jump = JumpForward {
             bytes,
             ..JumpForward::default()
         };
-        if jump.bytes.is_empty() {
+        let Some(mut after) = after.filter(|_| !jump.bytes.is_empty()) else {
             return Ok(jump);
-        }
+        };
         let Some(tokens) = tokenize(&jump.bytes) else {
             return Ok(jump);
         };
@@ -195,8 +195,13 @@ impl Matcher {
         Ok(jump)
     }
 
-    /// The forced bytes and a fork that accepted them (its history limited to none).
-    fn forced_run(&self, max_bytes: usize) -> (Vec<u8>, Matcher) {
+    /// The forced bytes and a fork that accepted them (its history limited to none), or
+    /// no bytes and no fork.
+    fn forced_run(&self, max_bytes: usize) -> (Vec<u8>, Option<Matcher>) {
+        // Most steps of generation force nothing: answer those without a fork.
+        if max_bytes == 0 || forced_byte(self).is_none() {
+            return (Vec::new(), None);
+        }
         let mut probe = self.fork();
         probe.set_history_limit(Some(0));
         let mut bytes = Vec::new();
@@ -209,7 +214,7 @@ impl Matcher {
             }
             bytes.push(byte);
         }
-        (bytes, probe)
+        (bytes, Some(probe))
     }
 }
 
