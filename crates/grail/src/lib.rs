@@ -83,7 +83,8 @@ pub use grail_syntax::{Diagnostic, LineColumn, Severity, Span};
 // The matcher: compiled grammars, text and tokens, masks, next characters, sampling.
 pub use grail_engine::{
     AcceptError, CompileError, CompileOptions, CompiledGrammar, DraftRefused, EngineLimits,
-    LimitExceeded, Matcher, NextCharacters, NextRule, Sampler, Segment, TokenResolver, fill_masks,
+    JumpForward, JumpForwardError, LimitExceeded, Matcher, NextCharacters, NextRule, Sampler,
+    Segment, TokenResolver, fill_masks,
 };
 
 // Vocabularies and token bitmasks.
