@@ -5,19 +5,23 @@
 //! The grammar is the one [`crate::schema_to_grammar_framed`] gives for the schema
 //! [`calls_to_grammar_framed`] documents (an `anyOf` of `$ref`s to one call object per
 //! tool under `$defs`, each tool's arguments mounted in its call), rule for rule, without
-//! building that schema or resolving its references: a tool-call grammar is built for
-//! every request whose tools changed, and the wrapper schema cost as much as the tools'
-//! own schemas. `tests/calls_route.rs` holds the two routes to the same
-//! grammars and diagnostics.
+//! building that schema or resolving its references: each call object's shape is made
+//! here, its arguments read where they are mounted, and the emitter writes it. A
+//! tool-call grammar is built for every request whose tools changed, and the wrapper
+//! schema cost as much as the tools' own schemas. `tests/calls_route.rs` holds the two
+//! routes to the same grammars and diagnostics.
 
 use grail_grammar::{Expr, RuleId};
 use serde_json::{Map, Value};
 
-use crate::convert::{Converter, joined, rule_name};
 use crate::diagnostic::{SchemaDiagnostic, Severity, escape_pointer_token};
-use crate::direct::Reading;
 use crate::document::{Document, Mount};
-use crate::{Frame, SchemaError, SchemaGrammar, SchemaOptions, check_options, finish};
+use crate::emit::Emitter;
+use crate::options::SchemaOptions;
+use crate::outcome::{Frame, SchemaError, SchemaGrammar, check_options};
+use crate::pointer::{joined, rule_name};
+use crate::read::Reader;
+use crate::shape::{Shape, Typed, Types};
 
 /// One call: the tool's name and the schema of its arguments.
 #[derive(Debug, Clone, Copy)]
@@ -81,24 +85,24 @@ pub fn calls_to_grammar_framed(
             schema: call.arguments,
         })
         .collect();
-    let mut converter = Converter::new(
-        Document {
-            root: &root,
-            mounts: &mounts,
-        },
-        options,
-    );
-    let calls_rule = converter.declare(name);
+    let document = Document {
+        root: &root,
+        mounts: &mounts,
+    };
+    let mut emitter = Emitter::new(Reader::new(document, options), options, None);
+    let calls_rule = emitter.declare(name);
     let mut choices = Vec::with_capacity(calls.len());
     for (call, pointer) in calls.iter().zip(&call_pointers) {
-        choices.push(Expr::Rule(converter.write_call(pointer, call.name, keys)));
+        choices.push(Expr::Rule(write_call(
+            &mut emitter,
+            pointer,
+            call.name,
+            keys,
+        )));
     }
-    converter
-        .builder
-        .define(calls_rule, Expr::Choice(choices))
-        .expect("the calls' rule is defined once");
-    converter.frame_root(calls_rule, frame);
-    finish(converter)
+    emitter.define(calls_rule, Expr::Choice(choices));
+    emitter.frame_root(calls_rule, frame);
+    emitter.finish()
 }
 
 /// Why `calls` cannot be written with `keys`, if they cannot.
@@ -152,32 +156,37 @@ fn draft_root(calls: &[Call<'_>]) -> Value {
     Value::Object(root)
 }
 
-impl Converter<'_> {
-    /// The rule of the call object at `pointer` (`/$defs/<tool>`), written as the direct
-    /// path writes an object of two required properties.
-    fn write_call(&mut self, pointer: &str, tool: &str, keys: CallKeys<'_>) -> RuleId {
-        let name = rule_name(pointer);
-        let rule = self.declare(name.as_str());
-        let mut name_schema = Map::with_capacity(1);
-        name_schema.insert("const".into(), Value::String(tool.to_string()));
-        let name_schema = Value::Object(name_schema);
-        // The tool's arguments are mounted in place of this.
-        let placeholder = Value::Bool(true);
-        self.writing.push(pointer.to_string());
-        let expr = if self.over_rule_limit() {
-            Expr::Choice(Vec::new())
-        } else {
-            let reading = Reading::here(self);
-            let properties = [(keys.name, &name_schema), (keys.arguments, &placeholder)];
-            self.direct_object(pointer, properties.into_iter(), |_| true, &name, &reading)
-                .unwrap_or(Expr::Choice(Vec::new()))
-        };
-        self.writing.pop();
-        self.builder
-            .define(rule, expr)
-            .expect("a call's rule is defined once");
-        rule
-    }
+/// The rule of the call object at `pointer` (`/$defs/<tool>`), written as the schema
+/// route writes the call object the documented schema has there.
+fn write_call(emitter: &mut Emitter<'_>, pointer: &str, tool: &str, keys: CallKeys<'_>) -> RuleId {
+    let rule = emitter.declare(rule_name(pointer));
+    let shape = call_shape(emitter.reader(), pointer, tool, keys);
+    emitter.define_schema_rule(rule, pointer, &shape);
+    rule
+}
+
+/// The shape the reader gives the call object at `pointer`: an object of exactly the
+/// name key, whose value is the tool's name, and the arguments key, whose value is the
+/// tool's arguments (mounted there), both required.
+fn call_shape(reader: &mut Reader<'_>, pointer: &str, tool: &str, keys: CallKeys<'_>) -> Shape {
+    let mut name_schema = Map::with_capacity(1);
+    name_schema.insert("const".into(), Value::String(tool.to_string()));
+    let name_schema = Value::Object(name_schema);
+    // The tool's arguments are mounted in place of this.
+    let placeholder = Value::Bool(true);
+    let mut typed = Typed::of_types(Types::OBJECT);
+    reader.inside(pointer, |reader| {
+        for (key, schema) in [(keys.name, &name_schema), (keys.arguments, &placeholder)] {
+            let at = joined(&[pointer, "/properties/", &escape_pointer_token(key)]);
+            let shape = reader.read_at(at, schema);
+            typed.object.properties.push((key.to_string(), shape));
+        }
+    });
+    let required = [keys.name.to_string(), keys.arguments.to_string()];
+    typed.object.required = required.to_vec();
+    typed.object.written_first = required.to_vec();
+    typed.object.additional = Shape::Never;
+    Shape::typed(typed)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::diagnostic::{SchemaDiagnostic, Severity};
-use crate::resolve::lookup;
+use crate::pointer::lookup;
 
 /// A schema document placed inside the converted schema at a JSON pointer.
 ///

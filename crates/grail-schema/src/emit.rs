@@ -1,69 +1,171 @@
-//! Shapes to grammar expressions: the dispatch, the shared JSON rules (llama.cpp's
-//! `value`, `object`, `array`, `string`, `number`, ...), constants, and the choice between
-//! types. Strings, arrays and objects have files of their own.
+//! Emitting: shapes to grammar rules through the grammar builder, the last stage of a
+//! conversion. The rule of a schema location is written the first time it is referred to,
+//! from the shape the reader gives for it (so a recursive schema is a recursive rule);
+//! shared rules (`space`, `value`, `string`, ...) and equal constraints are written once.
+//! This file holds the emitter's state, the dispatch by shape and by type, and the rules
+//! of schema locations; `json.rs` the shared JSON rules and constants, `number.rs`,
+//! `string.rs`, `array.rs` and `object.rs` the constrained values of each type.
 
-use grail_grammar::{Expr, RuleId};
+mod array;
+mod json;
+mod number;
+mod object;
+mod string;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use grail_grammar::{Expr, GrammarBuilder, RuleId};
 use serde_json::Value;
 
-use crate::convert::{Converter, rule_name};
 use crate::diagnostic::{SchemaDiagnostic, Severity};
-use crate::json_text::{any_string_char, encoded_set, encoded_text};
-use crate::numeric::{NumberSyntax, integer_expr, number_expr};
-use crate::options::Whitespace;
+use crate::meet::Simplifier;
+use crate::options::SchemaOptions;
+use crate::outcome::{Frame, SchemaError, SchemaGrammar, finish};
+use crate::pointer::rule_name;
+use crate::read::Reader;
 use crate::shape::{Shape, Typed, Types};
 use crate::whole_types::whole_types_apart;
 
-/// What a number's grammar depends on: integers only, the bounds, the divisor.
-pub(crate) type NumberKey = (
-    bool,
-    Option<crate::numeric::Bound>,
-    Option<crate::numeric::Bound>,
-    Option<crate::numeric::Decimal>,
-);
+use json::Primitive;
+use number::NumberKey;
 
-/// The shared rules, each defined once when first needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Primitive {
-    Space,
-    Value,
-    Object,
-    Array,
-    String,
-    Char,
-    CanonicalChar,
-    CanonicalEscape,
-    Number,
-    Integer,
-    IntegralPart,
-    DecimalPart,
-    Boolean,
-    Null,
+/// The emitting of one conversion: the grammar being built, the rule of each schema
+/// location and of each shared constraint, and where the writing is.
+pub(crate) struct Emitter<'s> {
+    /// The reader of the schema, asked for the shape of each location whose rule is
+    /// written; it keeps every stage's findings.
+    reader: Reader<'s>,
+    /// The options.
+    options: &'s SchemaOptions,
+    /// The grammar being built.
+    builder: GrammarBuilder,
+    /// The name of the whole schema's rule when the caller writes the root around it
+    /// (`None`: the schema is the root).
+    schema_rule_name: Option<String>,
+    /// The rule of each schema location referred to.
+    rules: HashMap<String, RuleId>,
+    /// Shared rules by name (`space`, `char`, `value`, ...).
+    primitives: HashMap<Primitive, RuleId>,
+    /// The string of each exactly expressed `format` by name, shared by every use.
+    format_rules: HashMap<String, Expr>,
+    /// The string of each pair of length bounds (no other constraint), shared by every
+    /// use.
+    length_strings: HashMap<(u64, Option<u64>), Expr>,
+    /// The rest of a string whose first character is none of some characters (the
+    /// children of a node of a trie of excluded strings), by those characters, shared by
+    /// every node with the same children (see `Emitter::excluding`).
+    string_tails: HashMap<Vec<char>, Expr>,
+    /// The string of each set of string constraints (see `string_key`), shared by
+    /// every use.
+    string_rules: HashMap<String, Option<Expr>>,
+    /// `rule{min,max}` as a rule of its own, for long repetitions of a rule (blocks of
+    /// 1,000 copies), shared by every use.
+    shared_repetitions: HashMap<(RuleId, u64, Option<u64>), RuleId>,
+    /// The numbers of each set of numeric constraints, shared by every use.
+    number_rules: HashMap<NumberKey, Expr>,
+    /// How many objects and arrays enclose the value being written (for
+    /// `SchemaOptions::depth_cap`).
+    nesting: u32,
+    /// The schema locations whose rules are being written, innermost last (where a
+    /// depth cap applies, for its warning).
+    writing: Vec<String>,
+    /// Whether the depth cap's warning was given.
+    capped: bool,
+    /// Rules declared so far.
+    rule_count: usize,
 }
 
-impl Primitive {
-    fn name(self) -> &'static str {
-        match self {
-            Primitive::Space => "space",
-            Primitive::Value => "value",
-            Primitive::Object => "object",
-            Primitive::Array => "array",
-            Primitive::String => "string",
-            Primitive::Char => "char",
-            Primitive::CanonicalChar => "canonical-char",
-            Primitive::CanonicalEscape => "canonical-escape",
-            Primitive::Number => "number",
-            Primitive::Integer => "integer",
-            Primitive::IntegralPart => "integral-part",
-            Primitive::DecimalPart => "decimal-part",
-            Primitive::Boolean => "boolean",
-            Primitive::Null => "null",
+impl<'s> Emitter<'s> {
+    /// An emitter of the shapes `reader` reads; the schema's rule is the root, or the
+    /// rule `schema_rule_name` when the caller writes the root around it.
+    pub(crate) fn new(
+        reader: Reader<'s>,
+        options: &'s SchemaOptions,
+        schema_rule_name: Option<String>,
+    ) -> Emitter<'s> {
+        Emitter {
+            reader,
+            options,
+            builder: GrammarBuilder::new(),
+            schema_rule_name,
+            rules: HashMap::default(),
+            primitives: HashMap::default(),
+            format_rules: HashMap::default(),
+            length_strings: HashMap::default(),
+            string_tails: HashMap::default(),
+            string_rules: HashMap::default(),
+            shared_repetitions: HashMap::default(),
+            number_rules: HashMap::default(),
+            nesting: 0,
+            writing: Vec::new(),
+            capped: false,
+            rule_count: 1,
         }
     }
-}
 
-impl Converter<'_> {
+    /// The reader, to read shapes the emitter is handed rather than finds.
+    pub(crate) fn reader(&mut self) -> &mut Reader<'s> {
+        &mut self.reader
+    }
+
+    /// The grammar, or the refusal, with every stage's findings.
+    pub(crate) fn finish(self) -> Result<SchemaGrammar, SchemaError> {
+        finish(self.reader.into_findings(), self.builder)
+    }
+
+    /// Defines the root as what `frame` writes around the rule `schema_rule` (see
+    /// [`crate::Frame`]).
+    pub(crate) fn frame_root(&mut self, schema_rule: RuleId, frame: Frame<'_>) {
+        let space = self.space();
+        let body = frame(&mut self.builder, Expr::Rule(schema_rule), space);
+        let root = self.builder.root();
+        self.builder
+            .define(root, body)
+            .expect("the root is defined once, by the frame");
+    }
+
+    /// Declares a new rule, counting it against the limit.
+    pub(crate) fn declare(&mut self, name: impl Into<String>) -> RuleId {
+        self.rule_count += 1;
+        self.builder.declare_owned(name.into())
+    }
+
+    /// Defines a rule declared with [`Emitter::declare`].
+    pub(crate) fn define(&mut self, rule: RuleId, expr: Expr) {
+        self.builder
+            .define(rule, expr)
+            .expect("a rule declared by the emitter is defined once");
+    }
+
+    /// True when the rule limit has been passed (reported once).
+    fn over_rule_limit(&mut self) -> bool {
+        let limit = self.options.limits.max_rules;
+        if self.rule_count <= limit {
+            return false;
+        }
+        if !self.reader.findings().has_code("rules-too-many") {
+            self.reader.findings().error(
+                "rules-too-many",
+                "",
+                None,
+                format!("the grammar needs more than {limit} rules (SchemaLimits::max_rules)"),
+            );
+        }
+        true
+    }
+
+    /// Reports a keyword Grail cannot enforce exactly (see `Findings::unsupported`).
+    fn unsupported(&mut self, pointer: &str, keyword: &str, reason: impl Into<String>) {
+        self.reader.findings().unsupported(pointer, keyword, reason);
+    }
+
+    /// The simplifier, to combine shapes met while writing.
+    fn simplifier(&mut self) -> Simplifier<'_, Reader<'s>> {
+        self.reader.simplifier()
+    }
+
     /// The expression of `shape`; `name` names the rules made for its parts.
-    pub fn emit(&mut self, shape: &Shape, name: &str) -> Expr {
+    fn emit(&mut self, shape: &Shape, name: &str) -> Expr {
         grail_syntax::stack::deep(|| match shape {
             Shape::Any => self.primitive(Primitive::Value),
             Shape::Never => Expr::Choice(Vec::new()),
@@ -84,8 +186,8 @@ impl Converter<'_> {
     }
 
     /// A value one object or array deeper than the current one (a property's, an
-    /// item's), as [`Converter::emit_as_rule`] writes it.
-    pub fn emit_nested(&mut self, shape: &Shape, name: &str) -> Expr {
+    /// item's), as [`Emitter::emit_as_rule`] writes it.
+    fn emit_nested(&mut self, shape: &Shape, name: &str) -> Expr {
         self.nesting += 1;
         let expr = self.emit_as_rule(shape, name);
         self.nesting -= 1;
@@ -100,7 +202,7 @@ impl Converter<'_> {
         self.capped = true;
         let cap = self.options.depth_cap.unwrap_or(0);
         let pointer = self.writing.last().cloned().unwrap_or_default();
-        self.diagnostics.push(
+        self.reader.findings().push(
             SchemaDiagnostic::new(
                 Severity::Warning,
                 "depth-capped",
@@ -116,14 +218,14 @@ impl Converter<'_> {
 
     /// `shape` as a reference to a rule (its own, or a shared one) when it is more than a
     /// token or a reference already.
-    pub fn emit_as_rule(&mut self, shape: &Shape, name: &str) -> Expr {
+    fn emit_as_rule(&mut self, shape: &Shape, name: &str) -> Expr {
         let expr = self.emit(shape, name);
         self.as_rule(expr, name)
     }
 
-    /// `expr` (what [`Converter::emit`] gave for a schema) as [`Converter::emit_as_rule`]
+    /// `expr` (what [`Emitter::emit`] gave for a schema) as [`Emitter::emit_as_rule`]
     /// writes it: as it is when a token or a reference, else in a rule named `name`.
-    pub fn as_rule(&mut self, expr: Expr, name: &str) -> Expr {
+    fn as_rule(&mut self, expr: Expr, name: &str) -> Expr {
         match expr {
             Expr::Rule(_) | Expr::Literal(_) | Expr::Chars(_) | Expr::Empty => expr,
             Expr::Choice(ref choices) if choices.is_empty() => expr,
@@ -142,7 +244,7 @@ impl Converter<'_> {
 
     /// The rule of the schema at `target`, declared and defined on first use (recursion
     /// refers to it before it is defined).
-    pub fn rule_of(&mut self, target: &str) -> RuleId {
+    pub(crate) fn rule_of(&mut self, target: &str) -> RuleId {
         // Under a depth cap, a location has one rule per depth up to the cap (recursion
         // unrolled), then one for every depth past it.
         let key = match self.options.depth_cap {
@@ -153,7 +255,7 @@ impl Converter<'_> {
             return rule;
         }
         let rule = if target.is_empty() {
-            match self.framed_as.clone() {
+            match self.schema_rule_name.clone() {
                 Some(name) => self.declare(name),
                 None => self.builder.root(),
             }
@@ -161,370 +263,28 @@ impl Converter<'_> {
             self.declare(rule_name(target))
         };
         self.rules.insert(key, rule);
-        // A plain schema not read yet is written directly.
-        let document = self.document;
-        let direct = match self.shapes.contains_key(target) {
-            true => None,
-            false => document
-                .lookup(target)
-                .and_then(|value| self.direct_kind(value)),
-        };
-        let source = match direct {
-            Some(direct) => Ok(direct),
-            None => Err(self.read(target)),
-        };
-        self.writing.push(target.to_string());
+        let shape = self.reader.read(target);
+        self.define_schema_rule(rule, target, &shape);
+        rule
+    }
+
+    /// Defines `rule`, declared for the schema at `pointer`, as what `shape` (the
+    /// schema's) allows.
+    pub(crate) fn define_schema_rule(&mut self, rule: RuleId, pointer: &str, shape: &Shape) {
+        self.writing.push(pointer.to_string());
         let expr = if self.over_rule_limit() {
             Expr::Choice(Vec::new())
         } else {
-            match source {
-                Ok(direct) => self.emit_direct(target, direct, &rule_name(target)),
-                Err(shape) => self.emit(&shape, &rule_name(target)),
-            }
+            self.emit(shape, &rule_name(pointer))
         };
         self.writing.pop();
         self.builder
             .define(rule, expr)
             .expect("a schema rule is defined once");
-        rule
     }
 
-    /// The text between items and between properties ([`crate::SchemaOptions::item_separator`]).
-    pub fn item_separator(&self) -> Expr {
-        separator_literal(&self.options.item_separator)
-    }
-
-    /// The text between a key and its value ([`crate::SchemaOptions::key_separator`]).
-    pub fn key_separator(&self) -> Expr {
-        separator_literal(&self.options.key_separator)
-    }
-
-    /// The whitespace allowed between tokens.
-    pub fn space(&mut self) -> Expr {
-        match self.options.whitespace {
-            Whitespace::None => Expr::Empty,
-            _ => self.primitive(Primitive::Space),
-        }
-    }
-
-    /// A reference to a shared rule, defining it (and what it needs) on first use.
-    pub fn primitive(&mut self, which: Primitive) -> Expr {
-        if let Some(&rule) = self.primitives.get(&which) {
-            return Expr::Rule(rule);
-        }
-        let rule = self.declare(which.name());
-        self.primitives.insert(which, rule);
-        let body = self.primitive_body(which);
-        self.builder
-            .define(rule, body)
-            .expect("a shared rule is defined once");
-        Expr::Rule(rule)
-    }
-
-    fn primitive_body(&mut self, which: Primitive) -> Expr {
-        let syntax = self.options.numbers.clone();
-        match which {
-            Primitive::Space => match self.options.whitespace {
-                Whitespace::Llama => Expr::choice([
-                    Expr::Empty,
-                    Expr::literal(" "),
-                    Expr::sequence([
-                        Expr::literal("\n").repeat(1, Some(2)),
-                        Expr::chars([(' ', ' '), ('\t', '\t')]).repeat(0, Some(20)),
-                    ]),
-                ]),
-                Whitespace::Free => json_whitespace().zero_or_more(),
-                Whitespace::Bounded(count) => json_whitespace().repeat(0, Some(count)),
-                Whitespace::None => Expr::Empty,
-            },
-            Primitive::Value => Expr::choice([
-                self.primitive(Primitive::Object),
-                self.primitive(Primitive::Array),
-                self.primitive(Primitive::String),
-                self.primitive(Primitive::Number),
-                self.primitive(Primitive::Boolean),
-                self.primitive(Primitive::Null),
-            ]),
-            Primitive::Object => {
-                let space = self.space();
-                let string = self.primitive(Primitive::String);
-                let value = self.primitive(Primitive::Value);
-                let pair = Expr::sequence([string, self.key_separator(), space.clone(), value]);
-                Expr::sequence([
-                    Expr::literal("{"),
-                    space.clone(),
-                    Expr::sequence([
-                        pair.clone(),
-                        Expr::sequence([self.item_separator(), space.clone(), pair]).zero_or_more(),
-                    ])
-                    .optional(),
-                    space,
-                    Expr::literal("}"),
-                ])
-            }
-            Primitive::Array => {
-                let space = self.space();
-                let value = self.primitive(Primitive::Value);
-                self.list(value, 0, None)
-                    .map(|list| {
-                        Expr::sequence([
-                            Expr::literal("["),
-                            space.clone(),
-                            list,
-                            space,
-                            Expr::literal("]"),
-                        ])
-                    })
-                    .expect("an unbounded list")
-            }
-            Primitive::String => {
-                let char = self.primitive(Primitive::Char);
-                Expr::sequence([
-                    Expr::literal("\""),
-                    char.zero_or_more(),
-                    Expr::literal("\""),
-                ])
-            }
-            Primitive::Char if self.options.llama_dialect() => any_string_char(),
-            Primitive::Char => crate::json_text::any_string_char_exact(),
-            Primitive::CanonicalChar => encoded_set(&grail_grammar::CharSet::new([], true)),
-            Primitive::CanonicalEscape => encoded_set(&crate::json_text::escaped_set()),
-            // In scientific notation, as `numeric`'s numbers without bounds: an exponent
-            // after one nonzero digit before the point, or after a zero.
-            Primitive::Number
-                if syntax.scientific_exponent && syntax.max_exponent_digits != Some(0) =>
-            {
-                let integral = self.primitive(Primitive::IntegralPart);
-                let exponent = Expr::sequence([
-                    Expr::chars([('e', 'e'), ('E', 'E')]),
-                    Expr::chars([('-', '-'), ('+', '+')]).optional(),
-                    digits(1, syntax.max_exponent_digits),
-                ]);
-                let (fraction, zero_fraction) = match syntax.max_fraction_digits {
-                    Some(0) => (Expr::Empty, Expr::Empty),
-                    cap => {
-                        let decimal = self.primitive(Primitive::DecimalPart);
-                        (
-                            Expr::sequence([Expr::literal("."), decimal]).optional(),
-                            Expr::sequence([
-                                Expr::literal("."),
-                                Expr::chars([('0', '0')]).repeat(1, cap),
-                            ])
-                            .optional(),
-                        )
-                    }
-                };
-                Expr::sequence([
-                    Expr::literal("-").optional(),
-                    Expr::choice([
-                        Expr::sequence([integral, fraction.clone()]),
-                        Expr::sequence([Expr::chars([('1', '9')]), fraction, exponent.clone()]),
-                        Expr::sequence([Expr::chars([('0', '0')]), zero_fraction, exponent]),
-                    ]),
-                ])
-            }
-            Primitive::Number => {
-                let integral = self.primitive(Primitive::IntegralPart);
-                let decimal = self.primitive(Primitive::DecimalPart);
-                let exponent_digits = if syntax.canonical_exponent {
-                    integral.clone()
-                } else {
-                    digits(1, syntax.max_exponent_digits)
-                };
-                Expr::sequence([
-                    Expr::sequence([Expr::literal("-").optional(), integral]),
-                    Expr::sequence([Expr::literal("."), decimal]).optional(),
-                    Expr::sequence([
-                        Expr::chars([('e', 'e'), ('E', 'E')]),
-                        Expr::chars([('-', '-'), ('+', '+')]).optional(),
-                        exponent_digits,
-                    ])
-                    .optional(),
-                ])
-            }
-            Primitive::Integer => {
-                let integral = self.primitive(Primitive::IntegralPart);
-                Expr::sequence([Expr::literal("-").optional(), integral])
-            }
-            Primitive::IntegralPart => Expr::choice([
-                Expr::chars([('0', '0')]),
-                Expr::sequence([
-                    Expr::chars([('1', '9')]),
-                    digits(
-                        0,
-                        syntax.max_integer_digits.map(|max| max.saturating_sub(1)),
-                    ),
-                ]),
-            ]),
-            Primitive::DecimalPart => digits(1, syntax.max_fraction_digits),
-            Primitive::Boolean => Expr::choice([Expr::literal("true"), Expr::literal("false")]),
-            Primitive::Null => Expr::literal("null"),
-        }
-    }
-
-    /// `item ("," space item)*` with between `min` and `max` items (`None` when `min` is 0
-    /// and the list may be empty is still `Some` of an optional list).
-    pub fn list(&mut self, item: Expr, min: u64, max: Option<u64>) -> Option<Expr> {
-        if max == Some(0) {
-            return Some(Expr::Empty);
-        }
-        let space = self.space();
-        let rest = Expr::sequence([self.item_separator(), space, item.clone()]);
-        let rest_min = min.saturating_sub(1);
-        let rest_max = max.map(|max| max - 1);
-        let list = Expr::sequence([item, self.repeat(rest, rest_min, rest_max)]);
-        Some(if min == 0 { list.optional() } else { list })
-    }
-
-    /// `expr{min,max}` as a rule: one per repeated rule and bounds, shared, when `expr`
-    /// is a rule; a new rule otherwise.
-    fn shared_repetition(&mut self, expr: &Expr, min: u64, max: Option<u64>, name: &str) -> Expr {
-        let key = match expr {
-            Expr::Rule(rule) => Some((*rule, min, max)),
-            _ => None,
-        };
-        if let Some(rule) = key.and_then(|key| self.shared_repetitions.get(&key)) {
-            return Expr::Rule(*rule);
-        }
-        let rule = self.declare(name);
-        self.builder
-            .define(
-                rule,
-                expr.clone().repeat(min as u32, max.map(|max| max as u32)),
-            )
-            .expect("new rule");
-        if let Some(key) = key {
-            self.shared_repetitions.insert(key, rule);
-        }
-        Expr::Rule(rule)
-    }
-
-    /// `expr{min,max}`, nested through rules where a bound is over llama.cpp's 2000, so
-    /// llama.cpp reads it exactly too.
-    pub fn repeat(&mut self, expr: Expr, min: u64, max: Option<u64>) -> Expr {
-        const CHUNK: u64 = 1000;
-        if min <= CHUNK && max.is_none_or(|max| max <= CHUNK) {
-            return expr.repeat(min as u32, max.map(|max| max as u32));
-        }
-        // Blocks of exactly CHUNK copies, so that every count has one reading (optional
-        // blocks of up to CHUNK copies each would make a long run ambiguous, and slow to
-        // match).
-        // Both the block and `expr{0,999}` are rules shared by every repetition of the
-        // same rule (a schema's strings of up to 1,024 and up to 32,767 characters
-        // compiled two blocks of 1,000 `char`s each, and two `char{0,999}`).
-        let block = self.shared_repetition(&expr, CHUNK, Some(CHUNK), "repeat-block");
-        let mut parts = Vec::new();
-        // The mandatory copies: whole blocks, then the remainder.
-        let blocks = min / CHUNK;
-        if blocks > 0 {
-            parts.push(self.repeat(block.clone(), blocks, Some(blocks)));
-        }
-        parts.push(
-            expr.clone()
-                .repeat((min % CHUNK) as u32, Some((min % CHUNK) as u32)),
-        );
-        match max {
-            None => parts.push(expr.zero_or_more()),
-            Some(max) => {
-                // `optional` more copies at most, as k whole blocks and j < CHUNK copies:
-                // fewer than all the blocks with any j, or all of them with j up to the
-                // rest.
-                let optional = max - min;
-                let (whole, rest) = (optional / CHUNK, optional % CHUNK);
-                if whole == 0 {
-                    parts.push(expr.repeat(0, Some(rest as u32)));
-                } else {
-                    let below_block =
-                        self.shared_repetition(&expr, 0, Some(CHUNK - 1), "repeat-below-block");
-                    let fewer = Expr::sequence([
-                        self.repeat(block.clone(), 0, Some(whole - 1)),
-                        below_block,
-                    ]);
-                    let all = Expr::sequence([
-                        self.repeat(block, whole, Some(whole)),
-                        expr.repeat(0, Some(rest as u32)),
-                    ]);
-                    parts.push(Expr::choice([fewer, all]));
-                }
-            }
-        }
-        Expr::Sequence(parts)
-    }
-
-    /// The JSON texts of constants, as literals (compact, as llama.cpp writes them) or
-    /// with the whitespace rule between tokens.
-    pub fn values(&mut self, values: &[Value]) -> Expr {
-        let choices: Vec<Expr> = values.iter().map(|value| self.value_text(value)).collect();
-        match <[Expr; 1]>::try_from(choices) {
-            Ok([single]) => single,
-            Err(choices) => Expr::Choice(choices),
-        }
-    }
-
-    fn value_text(&mut self, value: &Value) -> Expr {
-        match value {
-            Value::String(text) => {
-                Expr::sequence([Expr::literal("\""), encoded_text(text), Expr::literal("\"")])
-            }
-            Value::Array(_) | Value::Object(_) if self.options.llama_dialect() => {
-                Expr::literal(value.to_string())
-            }
-            Value::Array(items) => {
-                let space = self.space();
-                let mut parts = vec![Expr::literal("["), space.clone()];
-                for (position, item) in items.iter().enumerate() {
-                    if position > 0 {
-                        parts.extend([self.item_separator(), space.clone()]);
-                    }
-                    parts.push(self.value_text(item));
-                }
-                parts.extend([space, Expr::literal("]")]);
-                Expr::Sequence(parts)
-            }
-            Value::Object(entries) => {
-                let space = self.space();
-                let mut parts = vec![Expr::literal("{"), space.clone()];
-                for (position, (key, item)) in entries.iter().enumerate() {
-                    if position > 0 {
-                        parts.extend([self.item_separator(), space.clone()]);
-                    }
-                    parts.extend([
-                        Expr::literal("\""),
-                        encoded_text(key),
-                        Expr::literal("\""),
-                        space.clone(),
-                        self.key_separator(),
-                        space.clone(),
-                    ]);
-                    parts.push(self.value_text(item));
-                }
-                parts.extend([space, Expr::literal("}")]);
-                Expr::Sequence(parts)
-            }
-            Value::Number(number) if !self.options.llama_dialect() => self.number_constant(number),
-            other => Expr::literal(other.to_string()),
-        }
-    }
-
-    /// The texts of a number equal to `number` in plain decimal spelling (`-2`, `-2.0`,
-    /// `-2.00` for -2.0, as validators compare numbers by value), and its own text; exponent
-    /// spellings other than its own are a documented narrowing.
-    fn number_constant(&mut self, number: &serde_json::Number) -> Expr {
-        let value = crate::numeric::Decimal::from_json(number);
-        let bound = crate::numeric::Bound::inclusive(value);
-        let syntax = NumberSyntax {
-            max_integer_digits: self.options.numbers.max_integer_digits,
-            max_fraction_digits: self.options.numbers.max_fraction_digits,
-            ..NumberSyntax::without_exponent()
-        };
-        let own = Expr::literal(number.to_string());
-        match self.number_grammar(false, Some(&bound), Some(&bound), None, &syntax) {
-            Ok(plain) => Expr::choice([plain, own]),
-            Err(_) => own,
-        }
-    }
-
-    pub(crate) fn typed(&mut self, typed: &Typed, name: &str) -> Expr {
+    /// The values of the types `typed` allows, each under its constraints.
+    fn typed(&mut self, typed: &Typed, name: &str) -> Expr {
         if typed.types.has(Types::ALL) && typed.is_unconstrained() {
             return self.primitive(Primitive::Value);
         }
@@ -592,144 +352,4 @@ impl Converter<'_> {
             Err(choices) => Expr::Choice(choices),
         }
     }
-
-    fn numbers(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
-        let rules = &typed.number;
-        let integers_only = !typed.types.has(Types::NUMBER);
-        if rules.minimum.is_none() && rules.maximum.is_none() && rules.multiple_of.is_empty() {
-            return Some(self.primitive(if integers_only {
-                Primitive::Integer
-            } else {
-                Primitive::Number
-            }));
-        }
-        let (minimum, maximum) = (rules.minimum.clone(), rules.maximum.clone());
-        if rules.multiple_of.len() > 1 {
-            let located = rules.multiple_of[1].clone();
-            self.unsupported(
-                &located.pointer,
-                located.keyword,
-                "several `multipleOf` apply at once",
-            );
-        }
-        let multiple_of = rules
-            .multiple_of
-            .first()
-            .map(|located| located.value.clone());
-        // One rule per set of constraints, shared by every number with them (a schema
-        // of fifty `multipleOf: 0.01` amounts generated the same grammar fifty times).
-        let key: NumberKey = (
-            integers_only,
-            minimum.as_ref().map(|bound| bound.value.clone()),
-            maximum.as_ref().map(|bound| bound.value.clone()),
-            multiple_of.clone(),
-        );
-        if let Some(expr) = self.number_rules.get(&key) {
-            return Some(expr.clone());
-        }
-        let syntax = self.options.numbers.clone();
-        let mut result = self.number_grammar(
-            integers_only,
-            minimum.as_ref().map(|bound| &bound.value),
-            maximum.as_ref().map(|bound| &bound.value),
-            multiple_of.as_ref(),
-            &syntax,
-        );
-        // Any JSON number under a bound other than 0 is not a regular language (an
-        // exponent can stand against any number of fraction digits); with the exponent
-        // written in at most two digits, in scientific notation (one nonzero digit before
-        // the point, as serializers write exponents), it is, and small: no serializer
-        // writes otherwise for values near such bounds. A documented narrowing, not a
-        // weakening.
-        if matches!(result, Err(crate::numeric::NumericError::Unsupported(_)))
-            && !integers_only
-            && syntax.max_exponent_digits.is_none()
-        {
-            let narrowed = NumberSyntax {
-                max_exponent_digits: Some(2),
-                scientific_exponent: true,
-                ..syntax.clone()
-            };
-            result = self.number_grammar(
-                integers_only,
-                minimum.as_ref().map(|bound| &bound.value),
-                maximum.as_ref().map(|bound| &bound.value),
-                multiple_of.as_ref(),
-                &narrowed,
-            );
-        }
-        match result {
-            Ok(expr) => {
-                let expr = self.wrap_rule(expr, format!("{name}-number"));
-                self.number_rules.insert(key, expr.clone());
-                Some(expr)
-            }
-            Err(crate::numeric::NumericError::Empty) => None,
-            Err(error) => {
-                let (pointer, keyword) = minimum
-                    .as_ref()
-                    .or(maximum.as_ref())
-                    .map(|bound| (bound.pointer.clone(), bound.keyword))
-                    .or_else(|| {
-                        rules
-                            .multiple_of
-                            .first()
-                            .map(|located| (located.pointer.clone(), located.keyword))
-                    })
-                    .expect("some numeric keyword");
-                self.unsupported(&pointer, keyword, error.to_string());
-                Some(self.primitive(if integers_only {
-                    Primitive::Integer
-                } else {
-                    Primitive::Number
-                }))
-            }
-        }
-    }
-
-    fn number_grammar(
-        &mut self,
-        integers_only: bool,
-        minimum: Option<&crate::numeric::Bound>,
-        maximum: Option<&crate::numeric::Bound>,
-        multiple_of: Option<&crate::numeric::Decimal>,
-        syntax: &NumberSyntax,
-    ) -> Result<Expr, crate::numeric::NumericError> {
-        if integers_only {
-            integer_expr(minimum, maximum, multiple_of, syntax, &mut self.builder)
-        } else {
-            number_expr(minimum, maximum, multiple_of, syntax, &mut self.builder)
-        }
-    }
-
-    /// `expr` in a rule of its own named `name`, unless it is a single reference.
-    pub fn wrap_rule(&mut self, expr: Expr, name: impl Into<String>) -> Expr {
-        if matches!(expr, Expr::Rule(_) | Expr::Literal(_)) || self.over_rule_limit() {
-            return expr;
-        }
-        let rule = self.declare(name);
-        self.builder.define(rule, expr).expect("new rule");
-        Expr::Rule(rule)
-    }
-}
-
-/// A separator as a literal; the usual ones borrowed (one is written per property and item).
-fn separator_literal(separator: &str) -> Expr {
-    match separator {
-        "," => Expr::literal(","),
-        ":" => Expr::literal(":"),
-        ", " => Expr::literal(", "),
-        ": " => Expr::literal(": "),
-        other => Expr::literal(other.to_string()),
-    }
-}
-
-/// `[ \t\n\r]`.
-fn json_whitespace() -> Expr {
-    Expr::chars([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')])
-}
-
-/// `[0-9]{min,max}`.
-fn digits(min: u32, max: Option<u32>) -> Expr {
-    Expr::chars([('0', '9')]).repeat(min, max)
 }

@@ -29,14 +29,10 @@
 
 mod calls;
 mod char_automaton;
-mod convert;
 pub mod diagnostic;
-mod direct;
 mod document;
 mod emit;
-mod emit_array;
-mod emit_object;
-mod emit_string;
+mod findings;
 pub mod format;
 mod format_llama;
 pub mod json_text;
@@ -45,75 +41,27 @@ pub mod locate;
 mod meet;
 pub mod numeric;
 pub mod options;
+mod outcome;
 pub mod pattern;
+mod pointer;
 mod read;
 mod resolve;
 mod shape;
 mod whole_types;
 
-use grail_grammar::{Expr, Grammar, GrammarBuilder};
 use serde_json::Value;
 
 pub use calls::{Call, CallKeys, calls_to_grammar_framed};
 pub use diagnostic::{SchemaDiagnostic, Severity};
-pub use direct::without_direct_path;
 pub use document::Mount;
 pub use options::{Dialect, KeyOrder, Mode, SchemaLimits, SchemaOptions, Whitespace};
+pub use outcome::{Frame, SchemaError, SchemaGrammar};
 
-use convert::Converter;
 use document::Document;
+use emit::Emitter;
+use outcome::check_options;
+use read::Reader;
 use shape::Shape;
-
-/// A schema converted to a grammar, with what was weakened (lenient mode) or noted.
-#[derive(Debug, Clone)]
-pub struct SchemaGrammar {
-    /// The grammar; its root is `root`.
-    pub grammar: Grammar,
-    /// Warnings (every weakened keyword, in lenient mode) and notes.
-    pub diagnostics: Vec<SchemaDiagnostic>,
-}
-
-/// Why a schema could not be converted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SchemaError {
-    /// The schema text is not JSON.
-    #[error("the schema is not valid JSON: {message} (line {line}, column {column})")]
-    Json {
-        /// What the JSON parser said.
-        message: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-    },
-    /// The schema text is over [`SchemaLimits::max_schema_bytes`].
-    #[error(
-        "the schema is {size} bytes, over the limit of {limit} (SchemaLimits::max_schema_bytes)"
-    )]
-    TooLarge {
-        /// Its size.
-        size: usize,
-        /// The limit.
-        limit: usize,
-    },
-    /// The schema is refused: every diagnostic, errors first.
-    #[error("the schema is refused: {}", .diagnostics.first().map(ToString::to_string).unwrap_or_default())]
-    Refused {
-        /// The diagnostics (at least one error).
-        diagnostics: Vec<SchemaDiagnostic>,
-    },
-}
-
-impl SchemaError {
-    /// The diagnostics of a refusal (empty for the other errors).
-    pub fn diagnostics(&self) -> &[SchemaDiagnostic] {
-        match self {
-            SchemaError::Refused { diagnostics } => diagnostics,
-            _ => &[],
-        }
-    }
-}
 
 /// Converts a schema given as JSON text.
 pub fn schema_text_to_grammar(
@@ -142,11 +90,6 @@ pub fn schema_to_grammar(
     convert(Document::alone(schema), options, None)
 }
 
-/// What a caller writes around a converted schema: given the builder, a reference to the
-/// schema's rule and the whitespace rule (`Expr::Empty` with `Whitespace::None`), the
-/// root's body.
-pub type Frame<'f> = &'f mut dyn FnMut(&mut GrammarBuilder, Expr, Expr) -> Expr;
-
 /// Converts a schema as one part of a larger grammar: the schema becomes the rule `name`,
 /// and `frame` writes the root around it with the same builder, so the parts share the
 /// converter's rules (`space`, `string`, …). Tool calls wrap the union of their tools'
@@ -174,31 +117,23 @@ pub fn schema_to_grammar_framed(
     convert(document, options, Some((name, frame)))
 }
 
-/// [`schema_to_grammar`], framed or not.
+/// [`schema_to_grammar`], framed or not: the pipeline. The reader reads the root (and,
+/// through the simplifier, what it combines); the emitter writes the root's rule, reading
+/// each location it refers to as it goes.
 fn convert(
     document: Document<'_>,
     options: &SchemaOptions,
     framing: Option<(&str, Frame<'_>)>,
 ) -> Result<SchemaGrammar, SchemaError> {
     check_options(options)?;
-    let mut converter = Converter::new(document, options);
-    converter.framed_as = framing.as_ref().map(|(name, _)| name.to_string());
-    // A plain root is written directly (and is no `$ref`); any other is read first, to
-    // find `$ref` chains that lead nowhere.
-    let document = converter.document;
-    let plain_root = document
-        .lookup("")
-        .is_some_and(|root| converter.direct_kind(root).is_some());
-    let root_shape = match plain_root {
-        true => Shape::Any,
-        false => converter.read(""),
-    };
-    if let Shape::Ref(target) = &root_shape {
+    let mut reader = Reader::new(document, options);
+    // The root is read first, to find `$ref` chains that lead nowhere.
+    if let Shape::Ref(target) = reader.read("") {
         let mut seen: Vec<std::rc::Rc<str>> = vec!["".into()];
-        let mut current = target.clone();
-        while let Shape::Ref(next) = converter.read(&current) {
+        let mut current = target;
+        while let Shape::Ref(next) = reader.read(&current) {
             if seen.contains(&next) || next == current {
-                converter.error(
+                reader.findings().error(
                     "ref-cycle",
                     &current,
                     Some("$ref"),
@@ -210,48 +145,11 @@ fn convert(
             current = next;
         }
     }
-    let schema_rule = converter.rule_of("");
+    let schema_rule_name = framing.as_ref().map(|(name, _)| name.to_string());
+    let mut emitter = Emitter::new(reader, options, schema_rule_name);
+    let schema_rule = emitter.rule_of("");
     if let Some((_, frame)) = framing {
-        converter.frame_root(schema_rule, frame);
+        emitter.frame_root(schema_rule, frame);
     }
-    finish(converter)
-}
-
-/// The options' own errors, as a refusal.
-fn check_options(options: &SchemaOptions) -> Result<(), SchemaError> {
-    options.validate().map_err(|message| SchemaError::Refused {
-        diagnostics: vec![
-            SchemaDiagnostic::new(Severity::Error, "option-invalid", "", None, message)
-                .with_help("use `,` and `:`, or with JSON whitespace around them: `, ` and `: `"),
-        ],
-    })
-}
-
-/// The grammar `converter` built, or the refusal: its diagnostics once each, errors
-/// first.
-fn finish(mut converter: Converter<'_>) -> Result<SchemaGrammar, SchemaError> {
-    let diagnostics = std::mem::take(&mut converter.diagnostics);
-    // A shape combined in several places reports once.
-    let mut unique: Vec<SchemaDiagnostic> = Vec::with_capacity(diagnostics.len());
-    for diagnostic in diagnostics {
-        if !unique.contains(&diagnostic) {
-            unique.push(diagnostic);
-        }
-    }
-    let mut diagnostics = unique;
-    diagnostics.sort_by_key(|diagnostic| std::cmp::Reverse(diagnostic.severity));
-    if diagnostics
-        .iter()
-        .any(|diagnostic| diagnostic.severity == Severity::Error)
-    {
-        return Err(SchemaError::Refused { diagnostics });
-    }
-    let grammar = converter
-        .builder
-        .build()
-        .expect("every rule the converter declares is defined");
-    Ok(SchemaGrammar {
-        grammar,
-        diagnostics,
-    })
+    emitter.finish()
 }

@@ -1,24 +1,57 @@
-//! Combining shapes: `allOf` (intersection), `oneOf` (a union when the branches are
-//! provably disjoint), `not` (where the complement is a shape), and deciding whether a
-//! constant value satisfies a shape (to filter `enum` by the constraints beside it).
+//! Simplifying: shapes combined into shapes. `allOf` is an intersection, `oneOf` a union
+//! when the branches are provably disjoint, `not` a complement where one is a shape; and
+//! whether a constant value satisfies a shape (to filter `enum` by the constraints beside
+//! it). The second stage of a conversion, called by the reader as it reads combinators
+//! and by the emitter where an object's or an array's parts meet; it reads nothing itself
+//! and asks its [`ShapeSource`] for the shapes behind references.
 
 use serde_json::Value;
 
 use crate::char_automaton::CharDfa;
-use crate::convert::Converter;
-use crate::numeric::Decimal;
-use crate::read::tighter;
+use crate::findings::Findings;
+use crate::format::is_annotation;
+use crate::numeric::{Bound, Decimal};
 use crate::shape::{
-    ArrayRules, KeyRule, KeySet, Located, ObjectRules, Presence, Shape, Typed, Types,
+    ArrayRules, KeyRule, KeySet, Located, ObjectRules, Presence, Shape, Typed, Types, tighter,
 };
 
 /// How deep value checks follow references before giving up (a guard, not a limit users
 /// meet: values are finite).
 const MAX_CHECK_DEPTH: usize = 64;
 
-impl Converter<'_> {
+/// What simplifying needs from the reader: the shapes behind references, which schemas
+/// are still being read, and where to report.
+pub(crate) trait ShapeSource {
+    /// The shape of the schema at `pointer` (a reference's target).
+    fn shape_at(&mut self, pointer: &str) -> Shape;
+
+    /// Whether the schema at `pointer` is being read (so its shape is not known yet).
+    fn is_being_read(&self, pointer: &str) -> bool;
+
+    /// The references being expanded to intersect them, innermost last: kept by the
+    /// source, since expanding one reads its target, whose reading simplifies in turn.
+    fn expanding(&mut self) -> &mut Vec<String>;
+
+    /// Where findings go.
+    fn findings(&mut self) -> &mut Findings;
+
+    /// [`crate::SchemaLimits::max_combinations`].
+    fn max_combinations(&self) -> usize;
+}
+
+/// Simplifying with the shapes of a [`ShapeSource`].
+pub(crate) struct Simplifier<'a, S: ShapeSource> {
+    source: &'a mut S,
+}
+
+impl<'a, S: ShapeSource> Simplifier<'a, S> {
+    /// Simplifying with `source`.
+    pub(crate) fn new(source: &'a mut S) -> Simplifier<'a, S> {
+        Simplifier { source }
+    }
+
     /// The values both shapes allow.
-    pub fn meet(&mut self, pointer: &str, left: Shape, right: Shape) -> Shape {
+    pub(crate) fn meet(&mut self, pointer: &str, left: Shape, right: Shape) -> Shape {
         grail_syntax::stack::deep(|| self.meet_inner(pointer, left, right))
     }
 
@@ -40,7 +73,7 @@ impl Converter<'_> {
             (Shape::Ref(target), other) => match self.expand(pointer, &target) {
                 Some(expanded) => {
                     let shape = self.meet(pointer, expanded, other);
-                    self.expanding.pop();
+                    self.source.expanding().pop();
                     shape
                 }
                 None => other,
@@ -48,7 +81,7 @@ impl Converter<'_> {
             (other, Shape::Ref(target)) => match self.expand(pointer, &target) {
                 Some(expanded) => {
                     let shape = self.meet(pointer, other, expanded);
-                    self.expanding.pop();
+                    self.source.expanding().pop();
                     shape
                 }
                 None => other,
@@ -66,7 +99,7 @@ impl Converter<'_> {
                         Ok(true) => kept.push(value.clone()),
                         Ok(false) => {}
                         Err(reason) => {
-                            self.unsupported(
+                            self.source.findings().unsupported(
                                 pointer,
                                 "enum",
                                 format!("cannot tell whether {value} meets the other constraints: {reason}"),
@@ -93,9 +126,9 @@ impl Converter<'_> {
         other: Shape,
         branches_first: bool,
     ) -> Shape {
-        let limit = self.options.limits.max_combinations;
-        let too_many = |converter: &mut Converter| {
-            converter.error(
+        let limit = self.source.max_combinations();
+        let too_many = |simplifier: &mut Self| {
+            simplifier.source.findings().error(
                 "combinations-too-many",
                 pointer,
                 Some("allOf"),
@@ -133,18 +166,18 @@ impl Converter<'_> {
     /// expanded already (a recursive schema cannot be flattened). On `Some`, the caller
     /// pops `expanding` when done.
     fn expand(&mut self, pointer: &str, target: &str) -> Option<Shape> {
-        let recursive = self.expanding.iter().any(|open| open == target)
-            || self.reading.iter().any(|open| open == target);
-        if recursive || self.expanding.len() > 32 {
-            self.unsupported(
+        let recursive = self.source.expanding().iter().any(|open| open == target)
+            || self.source.is_being_read(target);
+        if recursive || self.source.expanding().len() > 32 {
+            self.source.findings().unsupported(
                 pointer,
                 "allOf",
                 format!("it combines the recursive schema `#{target}` with other constraints"),
             );
             return None;
         }
-        let shape = self.read(target);
-        self.expanding.push(target.to_string());
+        let shape = self.source.shape_at(target);
+        self.source.expanding().push(target.to_string());
         Some(shape)
     }
 
@@ -329,7 +362,7 @@ impl Converter<'_> {
     }
 
     /// `oneOf`: a union when no value can match two branches; otherwise unsupported.
-    pub fn one_of(&mut self, pointer: &str, branches: Vec<Shape>) -> Shape {
+    pub(crate) fn one_of(&mut self, pointer: &str, branches: Vec<Shape>) -> Shape {
         let mut overlap = None;
         'pairs: for first in 0..branches.len() {
             for second in first + 1..branches.len() {
@@ -345,7 +378,7 @@ impl Converter<'_> {
             return shape;
         }
         if let Some((first, second)) = overlap {
-            self.unsupported(
+            self.source.findings().unsupported(
                 pointer,
                 "oneOf",
                 format!(
@@ -380,11 +413,11 @@ impl Converter<'_> {
 
     /// `not`: the complement where it is a shape; otherwise unsupported (lenient mode
     /// then drops the constraint).
-    pub fn not(&mut self, pointer: &str, negated: Shape) -> Shape {
+    pub(crate) fn not(&mut self, pointer: &str, negated: Shape) -> Shape {
         match self.complement(pointer, negated) {
             Some(shape) => shape,
             None => {
-                self.unsupported(
+                self.source.findings().unsupported(
                     pointer,
                     "not",
                     "its schema has constraints whose complement a grammar cannot express here",
@@ -397,7 +430,7 @@ impl Converter<'_> {
     /// The values `shape` does not allow, when that is a shape here: no value or any value,
     /// the other types, all values but some constants, objects failing a presence
     /// condition, and intersections of complements for unions.
-    pub fn complement(&mut self, pointer: &str, shape: Shape) -> Option<Shape> {
+    pub(crate) fn complement(&mut self, pointer: &str, shape: Shape) -> Option<Shape> {
         match shape {
             Shape::Never => Some(Shape::Any),
             Shape::Any => Some(Shape::Never),
@@ -462,14 +495,14 @@ impl Converter<'_> {
             Shape::Ref(target) => {
                 let expanded = self.expand(pointer, &target)?;
                 let shape = self.complement(pointer, expanded);
-                self.expanding.pop();
+                self.source.expanding().pop();
                 shape
             }
         }
     }
 
     /// Whether `value` satisfies `shape`; `Err` with the reason when Grail cannot tell.
-    pub fn accepts(&mut self, shape: &Shape, value: &Value, depth: usize) -> Result<bool, String> {
+    fn accepts(&mut self, shape: &Shape, value: &Value, depth: usize) -> Result<bool, String> {
         if depth > MAX_CHECK_DEPTH {
             return Err("the schema nests too deep to check".into());
         }
@@ -487,7 +520,7 @@ impl Converter<'_> {
             }
             Shape::Ref(target) => {
                 let target = target.clone();
-                let shape = self.read(&target);
+                let shape = self.source.shape_at(&target);
                 self.accepts(&shape, value, depth + 1)
             }
             Shape::Typed(typed) => self.typed_accepts(typed, value, depth),
@@ -550,7 +583,7 @@ impl Converter<'_> {
                     return Err("checking a constant against `pattern`".into());
                 }
                 for format in &string.formats {
-                    if !crate::format::is_annotation(&format.value) {
+                    if !is_annotation(&format.value) {
                         return Err("checking a constant against `format`".into());
                     }
                 }
@@ -641,7 +674,7 @@ impl Converter<'_> {
     }
 
     /// True when no value can satisfy both shapes (conservative: false when unsure).
-    pub fn disjoint(&mut self, left: &Shape, right: &Shape, depth: usize) -> bool {
+    fn disjoint(&mut self, left: &Shape, right: &Shape, depth: usize) -> bool {
         if depth > MAX_CHECK_DEPTH {
             return false;
         }
@@ -650,7 +683,7 @@ impl Converter<'_> {
             (Shape::Any, _) | (_, Shape::Any) => false,
             (Shape::Ref(target), other) | (other, Shape::Ref(target)) => {
                 let target = target.clone();
-                let shape = self.read(&target);
+                let shape = self.source.shape_at(&target);
                 self.disjoint(&shape, other, depth + 1)
             }
             (Shape::AnyOf(branches), other) | (other, Shape::AnyOf(branches)) => branches
@@ -695,30 +728,32 @@ impl Converter<'_> {
 
 /// What the value of property `name` must be, all rules met (`None` when a key rule's
 /// pattern is not a grammar here).
-fn value_shape(converter: &mut Converter, object: &ObjectRules, name: &str) -> Option<Shape> {
+fn value_shape<S: ShapeSource>(
+    simplifier: &mut Simplifier<'_, S>,
+    object: &ObjectRules,
+    name: &str,
+) -> Option<Shape> {
     if object.key_rules.is_empty() {
         return Some(declared_or_additional(object, name));
     }
     let mut shape = Shape::Any;
     for part in key_shapes(object, name).ok()? {
-        shape = converter.meet("", shape, part);
+        shape = simplifier.meet("", shape, part);
     }
     Some(shape)
 }
 
 /// Number ranges that do not overlap.
 fn numbers_disjoint(left: &Typed, right: &Typed) -> bool {
-    let below = |upper: &Option<Located<crate::numeric::Bound>>,
-                 lower: &Option<Located<crate::numeric::Bound>>| {
-        match (upper, lower) {
+    let below =
+        |upper: &Option<Located<Bound>>, lower: &Option<Located<Bound>>| match (upper, lower) {
             (Some(upper), Some(lower)) => {
                 let (upper, lower) = (&upper.value, &lower.value);
                 upper.value < lower.value
                     || (upper.value == lower.value && (upper.exclusive || lower.exclusive))
             }
             _ => false,
-        }
-    };
+        };
     below(&left.number.maximum, &right.number.minimum)
         || below(&right.number.maximum, &left.number.minimum)
 }
@@ -734,7 +769,7 @@ fn declared_only(object: &ObjectRules, name: &str) -> Shape {
 }
 
 /// Whether key rule `keys` covers the name (`Err` when a pattern is not a grammar here).
-pub(crate) fn key_set_contains(keys: &KeySet, name: &str) -> Result<bool, String> {
+fn key_set_contains(keys: &KeySet, name: &str) -> Result<bool, String> {
     let matches = |pattern: &str| {
         CharDfa::from_pattern(pattern)
             .map(|automaton| automaton.matches(name))
@@ -758,7 +793,7 @@ pub(crate) fn key_set_contains(keys: &KeySet, name: &str) -> Result<bool, String
 
 /// Every shape the value of property `name` must meet: its declaration (or the additional
 /// schema when no key rule covers it) and every key rule covering it.
-pub(crate) fn key_shapes(object: &ObjectRules, name: &str) -> Result<Vec<Shape>, String> {
+fn key_shapes(object: &ObjectRules, name: &str) -> Result<Vec<Shape>, String> {
     let mut shapes = Vec::new();
     let mut covered = false;
     for rule in &object.key_rules {
@@ -780,7 +815,7 @@ pub(crate) fn key_shapes(object: &ObjectRules, name: &str) -> Result<Vec<Shape>,
 }
 
 /// The shape of the value of property `name` as the rules see it (patterns aside).
-pub(crate) fn declared_or_additional(object: &ObjectRules, name: &str) -> Shape {
+fn declared_or_additional(object: &ObjectRules, name: &str) -> Shape {
     object
         .properties
         .iter()
@@ -797,7 +832,7 @@ fn min_option(left: Option<u64>, right: Option<u64>) -> Option<u64> {
 }
 
 /// JSON equality: numbers by value (`1` equals `1.0`), objects regardless of key order.
-pub fn json_equal(left: &Value, right: &Value) -> bool {
+pub(crate) fn json_equal(left: &Value, right: &Value) -> bool {
     match (left, right) {
         (Value::Number(a), Value::Number(b)) => Decimal::from_json(a) == Decimal::from_json(b),
         (Value::Array(a), Value::Array(b)) => {

@@ -1,21 +1,105 @@
-//! Reading schema objects into [`Shape`]s, keyword by keyword.
+//! Reading: a schema document into [`Shape`]s, keyword by keyword, with `$ref`s resolved to
+//! the pointers of their targets. The first stage of a conversion; combining the parts of
+//! one schema (`allOf`, `oneOf`, `not`, `if`) is the simplifier's (`meet.rs`), which this
+//! calls, and which asks this for the shapes of references it must look through.
 //!
 //! Every keyword is either turned into a constraint, ignored because it carries none
 //! (annotations: `title`, `description`, `default`, vendor `x-…` and any keyword the
 //! specification does not define), or reported: as unsupported (strict mode refuses the
 //! schema; lenient mode drops the constraint with a warning) or as invalid.
 
-use crate::keywords::Keywords;
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 
-use crate::convert::{Converter, joined};
-use crate::diagnostic::escape_pointer_token;
+use crate::diagnostic::{SchemaDiagnostic, Severity, escape_pointer_token};
+use crate::document::Document;
+use crate::findings::Findings;
+use crate::keywords::Keywords;
+use crate::meet::{ShapeSource, Simplifier, json_equal};
 use crate::numeric::{Bound, Decimal};
-use crate::shape::{Contains, KeyRule, KeySet, Located, Presence, Shape, Typed, Types};
+use crate::options::SchemaOptions;
+use crate::pointer::joined;
+use crate::resolve::ResourceIndex;
+use crate::shape::{Contains, KeyRule, KeySet, Located, Presence, Shape, Typed, Types, tighter};
 
-impl Converter<'_> {
+/// The reading of one schema document: the shape of each location read, remembered, and
+/// what reading found.
+pub(crate) struct Reader<'s> {
+    /// The whole document, with what is mounted in it.
+    document: Document<'s>,
+    /// Its identifiers and anchors.
+    index: ResourceIndex,
+    /// The options.
+    options: &'s SchemaOptions,
+    /// Draft-07 and earlier: keywords beside `$ref` are ignored.
+    legacy_ref: bool,
+    /// The shape read at each pointer.
+    shapes: HashMap<String, Shape>,
+    /// Pointers whose shapes are being read (a `$ref` chain with no schema in between).
+    reading: Vec<String>,
+    /// References the simplifier is expanding to intersect them (see
+    /// [`ShapeSource::expanding`]).
+    expanding: Vec<String>,
+    /// How deep schema objects nest at the current point of reading.
+    depth: usize,
+    /// Everything found so far, by every stage (the emitter reports here too).
+    findings: Findings,
+}
+
+impl<'s> Reader<'s> {
+    /// A reader of `document`, nothing read yet.
+    pub(crate) fn new(document: Document<'s>, options: &'s SchemaOptions) -> Reader<'s> {
+        let legacy_ref = document
+            .root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|uri| {
+                ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"]
+                    .iter()
+                    .any(|draft| uri.contains(draft))
+            });
+        Reader {
+            document,
+            index: ResourceIndex::new(&document),
+            options,
+            legacy_ref,
+            shapes: HashMap::default(),
+            reading: Vec::new(),
+            expanding: Vec::new(),
+            depth: 0,
+            findings: Findings::new(options.mode),
+        }
+    }
+
+    /// What every stage found so far, to add to.
+    pub(crate) fn findings(&mut self) -> &mut Findings {
+        &mut self.findings
+    }
+
+    /// What every stage found, once the conversion is done.
+    pub(crate) fn into_findings(self) -> Findings {
+        self.findings
+    }
+
+    /// The simplifier, looking through references with this reader.
+    pub(crate) fn simplifier(&mut self) -> Simplifier<'_, Reader<'s>> {
+        Simplifier::new(self)
+    }
+
+    /// Runs `read` as inside the schema at `pointer` (one level deeper, with `pointer` on
+    /// the stack of schemas being read), as reading `pointer` itself reads its parts: for
+    /// a caller that builds the shape of `pointer` without a schema there to read.
+    pub(crate) fn inside<T>(&mut self, pointer: &str, read: impl FnOnce(&mut Self) -> T) -> T {
+        self.reading.push(pointer.to_string());
+        self.depth += 1;
+        let result = read(self);
+        self.depth -= 1;
+        self.reading.pop();
+        result
+    }
+
     /// The shape of the schema at `pointer` (read once, then remembered).
-    pub fn read(&mut self, pointer: &str) -> Shape {
+    pub(crate) fn read(&mut self, pointer: &str) -> Shape {
         if let Some(shape) = self.shapes.get(pointer) {
             return shape.clone();
         }
@@ -23,13 +107,14 @@ impl Converter<'_> {
             return refused;
         }
         let Some(value) = self.document.lookup(pointer) else {
-            self.error("ref-unresolved", pointer, None, "no schema here");
+            self.findings
+                .error("ref-unresolved", pointer, None, "no schema here");
             return Shape::Never;
         };
         self.read_new(pointer.to_string(), value)
     }
 
-    /// [`Converter::read`] of a schema the caller holds (`value`, the schema at
+    /// [`Reader::read`] of a schema the caller holds (`value`, the schema at
     /// `pointer`): no lookup from the root. At a mount point, the caller holds the
     /// placeholder: the mounted document is read instead.
     pub(crate) fn read_at(&mut self, pointer: String, value: &Value) -> Shape {
@@ -48,7 +133,7 @@ impl Converter<'_> {
     /// `$ref` cycle) or nests too deep.
     fn refuse_to_read(&mut self, pointer: &str) -> Option<Shape> {
         if self.reading.iter().any(|open| open == pointer) {
-            self.error(
+            self.findings.error(
                 "ref-cycle",
                 pointer,
                 Some("$ref"),
@@ -57,7 +142,7 @@ impl Converter<'_> {
             return Some(Shape::Never);
         }
         if self.depth >= self.options.limits.max_depth {
-            self.error(
+            self.findings.error(
                 "schema-too-deep",
                 pointer,
                 None,
@@ -88,7 +173,7 @@ impl Converter<'_> {
             Value::Bool(false) => Shape::Never,
             Value::Object(object) => self.read_object(pointer, object),
             _ => {
-                self.error(
+                self.findings.error(
                     "schema-invalid",
                     pointer,
                     None,
@@ -100,7 +185,7 @@ impl Converter<'_> {
     }
 
     /// What `{}` means under the options (`true` is always any value).
-    pub fn empty_schema(&self) -> Shape {
+    fn empty_schema(&self) -> Shape {
         if self.options.llama_dialect() {
             Shape::typed(Typed::of_types(Types::OBJECT))
         } else {
@@ -119,12 +204,13 @@ impl Converter<'_> {
                 Some(reference) => match self.index.resolve(&self.document, pointer, reference) {
                     Ok(target) => parts.push(Shape::Ref(target.into())),
                     Err(reason) => {
-                        self.error("ref-unresolved", pointer, Some("$ref"), reason);
+                        self.findings
+                            .error("ref-unresolved", pointer, Some("$ref"), reason);
                         return Shape::Never;
                     }
                 },
                 None => {
-                    self.error(
+                    self.findings.error(
                         "schema-invalid",
                         pointer,
                         Some("$ref"),
@@ -145,7 +231,8 @@ impl Converter<'_> {
             "unevaluatedItems",
         ] {
             if object.has_keyword(keyword) {
-                self.unsupported(pointer, keyword, "Grail does not evaluate it");
+                self.findings
+                    .unsupported(pointer, keyword, "Grail does not evaluate it");
             }
         }
         if self.options.llama_dialect()
@@ -184,7 +271,7 @@ impl Converter<'_> {
                 Value::Array(values) if values.len() <= self.options.limits.max_enum_values => {
                     parts.push(Shape::Values(dedup(values.clone()).into()))
                 }
-                Value::Array(values) => self.error(
+                Value::Array(values) => self.findings.error(
                     "enum-too-large",
                     pointer,
                     Some("enum"),
@@ -194,7 +281,7 @@ impl Converter<'_> {
                         self.options.limits.max_enum_values
                     ),
                 ),
-                _ => self.error(
+                _ => self.findings.error(
                     "schema-invalid",
                     pointer,
                     Some("enum"),
@@ -210,7 +297,7 @@ impl Converter<'_> {
                 continue;
             };
             let Some(list) = list.as_array().filter(|list| !list.is_empty()) else {
-                self.error(
+                self.findings.error(
                     "schema-invalid",
                     pointer,
                     Some(keyword),
@@ -228,7 +315,7 @@ impl Converter<'_> {
             match combine {
                 0 => parts.extend(branches),
                 1 => parts.push(Shape::AnyOf(branches)),
-                _ => parts.push(self.one_of(pointer, branches)),
+                _ => parts.push(self.simplifier().one_of(pointer, branches)),
             }
         }
         if let Some(negated) = object.keyword("not") {
@@ -237,7 +324,7 @@ impl Converter<'_> {
                 parts.push(self.read(&format!("{}/not", child("not"))));
             } else {
                 let negated = self.read(&child("not"));
-                parts.push(self.not(pointer, negated));
+                parts.push(self.simplifier().not(pointer, negated));
             }
         }
         // `dependentSchemas` (and draft-07's `dependencies` with a schema): if the property
@@ -257,7 +344,9 @@ impl Converter<'_> {
                 ));
                 let present = Presence::Has(name.clone());
                 let absent = Presence::Not(Box::new(present.clone()));
-                let with = self.meet(pointer, Shape::presence(present, Types::NONE), schema);
+                let with =
+                    self.simplifier()
+                        .meet(pointer, Shape::presence(present, Types::NONE), schema);
                 parts.push(Shape::AnyOf(vec![
                     Shape::presence(absent, Types::ALL),
                     with,
@@ -276,13 +365,13 @@ impl Converter<'_> {
             } else {
                 Shape::Any
             };
-            match self.complement(pointer, condition.clone()) {
+            match self.simplifier().complement(pointer, condition.clone()) {
                 Some(negated) => {
-                    let when = self.meet(pointer, condition, then);
-                    let unless = self.meet(pointer, negated, otherwise);
+                    let when = self.simplifier().meet(pointer, condition, then);
+                    let unless = self.simplifier().meet(pointer, negated, otherwise);
                     parts.push(Shape::AnyOf(vec![when, unless]));
                 }
-                None => self.unsupported(
+                None => self.findings.unsupported(
                     pointer,
                     "if",
                     "`if`/`then`/`else` needs the negation of the `if` schema, which is not expressed in the grammar here",
@@ -291,7 +380,7 @@ impl Converter<'_> {
         }
         let mut shape = Shape::Any;
         for part in parts {
-            shape = self.meet(pointer, shape, part);
+            shape = self.simplifier().meet(pointer, shape, part);
         }
         shape
     }
@@ -386,7 +475,7 @@ impl Converter<'_> {
             for value in values {
                 match enum_counts
                     .iter_mut()
-                    .find(|(known, _)| crate::meet::json_equal(known, value))
+                    .find(|(known, _)| json_equal(known, value))
                 {
                     Some((_, count)) => *count += 1,
                     None => enum_counts.push((value.clone(), 1)),
@@ -404,7 +493,7 @@ impl Converter<'_> {
         for name in names {
             match name.as_str().and_then(Types::named) {
                 Some(named) => types = types.union(named),
-                None => self.error(
+                None => self.findings.error(
                     "type-invalid",
                     pointer,
                     Some("type"),
@@ -415,19 +504,19 @@ impl Converter<'_> {
         types
     }
 
-    pub(crate) fn read_number_keywords(
+    fn read_number_keywords(
         &mut self,
         pointer: &str,
         object: &Map<String, Value>,
         typed: &mut Typed,
     ) {
-        let number = |converter: &mut Converter, keyword: &'static str| -> Option<Decimal> {
+        let number = |reader: &mut Reader, keyword: &'static str| -> Option<Decimal> {
             let value = object.keyword(keyword)?;
             match value {
                 Value::Number(number) => Some(Decimal::from_json(number)),
                 Value::Bool(_) if keyword.starts_with("exclusive") => None,
                 _ => {
-                    converter.error(
+                    reader.findings.error(
                         "schema-invalid",
                         pointer,
                         Some(keyword),
@@ -492,7 +581,7 @@ impl Converter<'_> {
         }
     }
 
-    pub(crate) fn read_string_keywords(
+    fn read_string_keywords(
         &mut self,
         pointer: &str,
         object: &Map<String, Value>,
@@ -519,15 +608,12 @@ impl Converter<'_> {
                     pointer: pointer.to_string(),
                     keyword,
                 }),
-                Some(_) => self
-                    .diagnostics
-                    .push(crate::diagnostic::SchemaDiagnostic::new(
-                        crate::diagnostic::Severity::Error,
-                        "schema-invalid",
-                        pointer,
-                        Some(keyword),
-                        format!("`{keyword}` must be a string"),
-                    )),
+                Some(_) => self.findings.error(
+                    "schema-invalid",
+                    pointer,
+                    Some(keyword),
+                    format!("`{keyword}` must be a string"),
+                ),
             }
         }
     }
@@ -551,8 +637,8 @@ impl Converter<'_> {
             }
             Some(_) if !object.has_keyword("items") => {
                 // A schema where an array belongs: llama.cpp reads it as `items`.
-                self.diagnostics.push(crate::diagnostic::SchemaDiagnostic::new(
-                    crate::diagnostic::Severity::Note,
+                self.findings.push(SchemaDiagnostic::new(
+                    Severity::Note,
                     "prefix-items-not-array",
                     pointer,
                     Some("prefixItems"),
@@ -626,7 +712,7 @@ impl Converter<'_> {
                         typed.object.properties.push((name.clone(), shape));
                     }
                 }
-                _ => self.error(
+                _ => self.findings.error(
                     "schema-invalid",
                     pointer,
                     Some("properties"),
@@ -648,7 +734,7 @@ impl Converter<'_> {
                                 }
                             }
                             Some(_) => {}
-                            None => self.error(
+                            None => self.findings.error(
                                 "schema-invalid",
                                 pointer,
                                 Some("required"),
@@ -659,7 +745,7 @@ impl Converter<'_> {
                 }
                 // Draft-03 wrote `required: true` inside the property: an annotation now.
                 Value::Bool(_) => {}
-                _ => self.error(
+                _ => self.findings.error(
                     "schema-invalid",
                     pointer,
                     Some("required"),
@@ -728,12 +814,7 @@ impl Converter<'_> {
     }
 
     /// A non-negative integer keyword.
-    pub(crate) fn count(
-        &mut self,
-        pointer: &str,
-        object: &Map<String, Value>,
-        keyword: &str,
-    ) -> Option<u64> {
+    fn count(&mut self, pointer: &str, object: &Map<String, Value>, keyword: &str) -> Option<u64> {
         let value = object.keyword(keyword)?;
         if let Some(count) = value.as_u64() {
             return Some(count);
@@ -744,7 +825,7 @@ impl Converter<'_> {
         {
             return Some(float as u64);
         }
-        self.error(
+        self.findings.error(
             "schema-invalid",
             pointer,
             Some(keyword),
@@ -754,19 +835,41 @@ impl Converter<'_> {
     }
 }
 
+impl ShapeSource for Reader<'_> {
+    fn shape_at(&mut self, pointer: &str) -> Shape {
+        self.read(pointer)
+    }
+
+    fn is_being_read(&self, pointer: &str) -> bool {
+        self.reading.iter().any(|open| open == pointer)
+    }
+
+    fn expanding(&mut self) -> &mut Vec<String> {
+        &mut self.expanding
+    }
+
+    fn findings(&mut self) -> &mut Findings {
+        &mut self.findings
+    }
+
+    fn max_combinations(&self) -> usize {
+        self.options.limits.max_combinations
+    }
+}
+
 /// Which groups of type-specific keywords a schema object has, found in one pass over its
 /// keys. Each list is every keyword its `read_…_keywords` function reads (keep them
 /// together: a keyword missing here would be ignored when it is its group's only one);
 /// without any of them the function leaves `Typed`'s defaults as they are.
-pub(crate) struct KeywordGroups {
-    pub number: bool,
-    pub string: bool,
-    pub array: bool,
-    pub object: bool,
+struct KeywordGroups {
+    number: bool,
+    string: bool,
+    array: bool,
+    object: bool,
 }
 
 impl KeywordGroups {
-    pub fn of(object: &Map<String, Value>) -> KeywordGroups {
+    fn of(object: &Map<String, Value>) -> KeywordGroups {
         let mut groups = KeywordGroups {
             number: false,
             string: false,
@@ -788,7 +891,7 @@ impl KeywordGroups {
 
 /// The group of type-specific keywords `keyword` belongs to (see [`KeywordGroups`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeywordGroup {
+enum KeywordGroup {
     Number,
     String,
     Array,
@@ -797,7 +900,7 @@ pub(crate) enum KeywordGroup {
 
 impl KeywordGroup {
     /// The group of `keyword`; `None` for keywords of no type.
-    pub fn of(keyword: &str) -> Option<KeywordGroup> {
+    fn of(keyword: &str) -> Option<KeywordGroup> {
         Some(match keyword {
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
                 KeywordGroup::Number
@@ -819,25 +922,6 @@ impl KeywordGroup {
     }
 }
 
-/// The tighter of two bounds (the greater lower bound, or the smaller upper bound; an
-/// exclusive bound is tighter than an inclusive one at the same value).
-pub(crate) fn tighter(
-    current: Option<Located<Bound>>,
-    new: Located<Bound>,
-    lower: bool,
-) -> Option<Located<Bound>> {
-    let Some(current) = current else {
-        return Some(new);
-    };
-    let order = new.value.value.cmp(&current.value.value);
-    let new_is_tighter = match order {
-        std::cmp::Ordering::Equal => new.value.exclusive && !current.value.exclusive,
-        std::cmp::Ordering::Greater => lower,
-        std::cmp::Ordering::Less => !lower,
-    };
-    Some(if new_is_tighter { new } else { current })
-}
-
 /// The values without repeats (JSON equality).
 fn dedup(values: Vec<Value>) -> Vec<Value> {
     // Strings (most enums) are equal as JSON exactly when their texts are: hashed, not
@@ -851,10 +935,7 @@ fn dedup(values: Vec<Value>) -> Vec<Value> {
     }
     let mut unique: Vec<Value> = Vec::with_capacity(values.len());
     for value in values {
-        if !unique
-            .iter()
-            .any(|known| crate::meet::json_equal(known, &value))
-        {
+        if !unique.iter().any(|known| json_equal(known, &value)) {
             unique.push(value);
         }
     }
@@ -882,7 +963,7 @@ fn inferred_types(object: &Map<String, Value>) -> Types {
 }
 
 /// Keywords that carry no constraint, ignored when telling what a schema says.
-pub(crate) const ANNOTATIONS: &[&str] = &[
+const ANNOTATIONS: &[&str] = &[
     "title",
     "description",
     "$comment",

@@ -327,6 +327,34 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+
+/// True when some object anywhere in `value` has an `$id`, a string `id` or an
+/// `$anchor` (a superset of the schemas [`ResourceIndex::new`] indexes).
+fn has_identifiers(value: &Value) -> bool {
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(object) => {
+                // One pass over the keys; only objects and arrays can hold more.
+                for (key, value) in object {
+                    match (key.as_str(), value) {
+                        ("$id" | "$anchor", _) | ("id", Value::String(_)) => return true,
+                        (_, Value::Object(_) | Value::Array(_)) => pending.push(value),
+                        _ => {}
+                    }
+                }
+            }
+            Value::Array(items) => pending.extend(
+                items
+                    .iter()
+                    .filter(|item| matches!(item, Value::Object(_) | Value::Array(_))),
+            ),
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -380,95 +408,5 @@ mod tests {
             "/definitions/x"
         );
         assert_eq!(index.resolve(&document, "", "#").unwrap(), "");
-    }
-}
-
-/// True when some object anywhere in `value` has an `$id`, a string `id` or an
-/// `$anchor` (a superset of the schemas [`ResourceIndex::new`] indexes).
-fn has_identifiers(value: &Value) -> bool {
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::Object(object) => {
-                // One pass over the keys; only objects and arrays can hold more.
-                for (key, value) in object {
-                    match (key.as_str(), value) {
-                        ("$id" | "$anchor", _) | ("id", Value::String(_)) => return true,
-                        (_, Value::Object(_) | Value::Array(_)) => pending.push(value),
-                        _ => {}
-                    }
-                }
-            }
-            Value::Array(items) => pending.extend(
-                items
-                    .iter()
-                    .filter(|item| matches!(item, Value::Object(_) | Value::Array(_))),
-            ),
-            _ => {}
-        }
-    }
-    false
-}
-
-/// The value at JSON pointer `pointer` in `root` (as `Value::pointer`, without allocating
-/// for tokens that need no unescaping: the converter looks a pointer up for every schema
-/// it reads).
-pub(crate) fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
-    if pointer.is_empty() {
-        return Some(root);
-    }
-    let rest = pointer.strip_prefix('/')?;
-    let mut current = root;
-    for token in rest.split('/') {
-        let unescaped;
-        let token = if token.contains('~') {
-            unescaped = token.replace("~1", "/").replace("~0", "~");
-            unescaped.as_str()
-        } else {
-            token
-        };
-        current = match current {
-            // Schema objects are small: a scan beats hashing the key.
-            Value::Object(map) => map.keyword(token)?,
-            Value::Array(items) => {
-                if token.len() > 1 && token.starts_with('0') || token.starts_with('+') {
-                    return None;
-                }
-                items.get(token.parse::<usize>().ok()?)?
-            }
-            _ => return None,
-        };
-    }
-    Some(current)
-}
-
-#[cfg(test)]
-mod lookup_tests {
-    use serde_json::json;
-
-    use super::lookup;
-
-    #[test]
-    fn lookup_reads_pointers_as_serde_json_does() {
-        let document = json!({"a/b": {"~c": [1, {"d": 2}]}, "": 3, "e": [0]});
-        for pointer in [
-            "",
-            "/a~1b",
-            "/a~1b/~0c/1/d",
-            "/a~1b/~0c/0",
-            "/",
-            "/e/00",
-            "/e/+0",
-            "/e/1",
-            "/x",
-            "a",
-            "/e/0/f",
-        ] {
-            assert_eq!(
-                lookup(&document, pointer),
-                document.pointer(pointer),
-                "{pointer}"
-            );
-        }
     }
 }

@@ -389,6 +389,67 @@ impl Typed {
     }
 }
 
+impl Typed {
+    /// The types whose every value this shape allows.
+    pub fn whole_types(&self) -> Types {
+        let excludes = |kind: fn(&serde_json::Value) -> bool| {
+            self.excluded.iter().any(|excluded| kind(&excluded.value))
+        };
+        let types = self.types;
+        let mut whole = Types::NONE;
+        if types.has(Types::NULL) && !excludes(serde_json::Value::is_null) {
+            whole = whole.union(Types::NULL);
+        }
+        if types.has(Types::BOOLEAN) && !excludes(serde_json::Value::is_boolean) {
+            whole = whole.union(Types::BOOLEAN);
+        }
+        if types.has_integers()
+            && self.number == NumberRules::default()
+            && !excludes(serde_json::Value::is_number)
+        {
+            whole = whole.union(if types.has(Types::NUMBER) {
+                Types::NUMBER
+            } else {
+                Types::INTEGER
+            });
+        }
+        if types.has(Types::STRING)
+            && self.string == StringRules::default()
+            && !excludes(serde_json::Value::is_string)
+        {
+            whole = whole.union(Types::STRING);
+        }
+        if types.has(Types::ARRAY)
+            && self.array == ArrayRules::default()
+            && !excludes(serde_json::Value::is_array)
+        {
+            whole = whole.union(Types::ARRAY);
+        }
+        if types.has(Types::OBJECT)
+            && self.object == ObjectRules::default()
+            && !excludes(serde_json::Value::is_object)
+        {
+            whole = whole.union(Types::OBJECT);
+        }
+        whole
+    }
+}
+
+impl Types {
+    /// The types of the set that `whole` does not cover: integers stay when `whole` has
+    /// only integers and the set has every number (its non-integers are not covered).
+    pub fn not_covered_by(self, whole: Types) -> Types {
+        let numbers = Types::INTEGER.0 | Types::NUMBER.0;
+        let mut bits = self.0 & !whole.0 & !numbers;
+        let numbers_covered =
+            whole.has(Types::NUMBER) || (whole.has(Types::INTEGER) && !self.has(Types::NUMBER));
+        if !numbers_covered {
+            bits |= self.0 & numbers;
+        }
+        Types(bits)
+    }
+}
+
 impl Shape {
     /// Objects (and the values of `other_types`) meeting a presence condition.
     pub fn presence(condition: Presence, other_types: Types) -> Shape {
@@ -401,4 +462,23 @@ impl Shape {
     pub fn typed(typed: Typed) -> Shape {
         Shape::Typed(std::rc::Rc::new(typed))
     }
+}
+
+/// The tighter of two bounds (the greater lower bound, or the smaller upper bound; an
+/// exclusive bound is tighter than an inclusive one at the same value).
+pub(crate) fn tighter(
+    current: Option<Located<Bound>>,
+    new: Located<Bound>,
+    lower: bool,
+) -> Option<Located<Bound>> {
+    let Some(current) = current else {
+        return Some(new);
+    };
+    let order = new.value.value.cmp(&current.value.value);
+    let new_is_tighter = match order {
+        std::cmp::Ordering::Equal => new.value.exclusive && !current.value.exclusive,
+        std::cmp::Ordering::Greater => lower,
+        std::cmp::Ordering::Less => !lower,
+    };
+    Some(if new_is_tighter { new } else { current })
 }

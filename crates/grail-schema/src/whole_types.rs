@@ -9,68 +9,7 @@
 //! scalar or array value is matched by as many copies of the same rules as there are
 //! branches, and a matcher carries them all.
 
-use crate::shape::{ArrayRules, NumberRules, ObjectRules, Shape, StringRules, Typed, Types};
-
-impl Typed {
-    /// The types whose every value this shape allows.
-    pub fn whole_types(&self) -> Types {
-        let excludes = |kind: fn(&serde_json::Value) -> bool| {
-            self.excluded.iter().any(|excluded| kind(&excluded.value))
-        };
-        let types = self.types;
-        let mut whole = Types::NONE;
-        if types.has(Types::NULL) && !excludes(serde_json::Value::is_null) {
-            whole = whole.union(Types::NULL);
-        }
-        if types.has(Types::BOOLEAN) && !excludes(serde_json::Value::is_boolean) {
-            whole = whole.union(Types::BOOLEAN);
-        }
-        if types.has_integers()
-            && self.number == NumberRules::default()
-            && !excludes(serde_json::Value::is_number)
-        {
-            whole = whole.union(if types.has(Types::NUMBER) {
-                Types::NUMBER
-            } else {
-                Types::INTEGER
-            });
-        }
-        if types.has(Types::STRING)
-            && self.string == StringRules::default()
-            && !excludes(serde_json::Value::is_string)
-        {
-            whole = whole.union(Types::STRING);
-        }
-        if types.has(Types::ARRAY)
-            && self.array == ArrayRules::default()
-            && !excludes(serde_json::Value::is_array)
-        {
-            whole = whole.union(Types::ARRAY);
-        }
-        if types.has(Types::OBJECT)
-            && self.object == ObjectRules::default()
-            && !excludes(serde_json::Value::is_object)
-        {
-            whole = whole.union(Types::OBJECT);
-        }
-        whole
-    }
-}
-
-impl Types {
-    /// The types of the set that `whole` does not cover: integers stay when `whole` has
-    /// only integers and the set has every number (its non-integers are not covered).
-    pub fn not_covered_by(self, whole: Types) -> Types {
-        let numbers = Types::INTEGER.0 | Types::NUMBER.0;
-        let mut bits = self.0 & !whole.0 & !numbers;
-        let numbers_covered =
-            whole.has(Types::NUMBER) || (whole.has(Types::INTEGER) && !self.has(Types::NUMBER));
-        if !numbers_covered {
-            bits |= self.0 & numbers;
-        }
-        Types(bits)
-    }
-}
+use crate::shape::{Shape, Typed, Types};
 
 /// The single types of a set, one bit each.
 const SINGLE_TYPES: [Types; 7] = [
@@ -133,50 +72,10 @@ pub fn whole_types_apart(branches: &[Shape]) -> Option<Vec<Shape>> {
     Some(apart)
 }
 
-/// Whether two of these `anyOf` branches (as written in the schema) may allow values of
-/// one type, so that [`whole_types_apart`] may change them once read. A branch that is
-/// only a `$ref` (with annotations), or `true` or `false`, is not read as a typed shape
-/// and takes no part; one without `type` may allow every type.
-pub fn branches_may_share_types(branches: &[serde_json::Value]) -> bool {
-    let mut seen = Types::NONE;
-    for branch in branches {
-        let types = written_types(branch);
-        if !seen.intersection(types).is_empty() {
-            return true;
-        }
-        seen = seen.union(types);
-    }
-    false
-}
-
-/// The types a branch may allow, from its `type` keyword alone (every type without one).
-fn written_types(branch: &serde_json::Value) -> Types {
-    let serde_json::Value::Object(object) = branch else {
-        return Types::NONE;
-    };
-    let only_reference = object.contains_key("$ref")
-        && object.keys().all(|key| {
-            key == "$ref"
-                || crate::read::ANNOTATIONS.contains(&key.as_str())
-                || key.starts_with("x-")
-        });
-    if only_reference {
-        return Types::NONE;
-    }
-    let named = |name: &serde_json::Value| name.as_str().and_then(Types::named);
-    match object.get("type") {
-        Some(serde_json::Value::Array(names)) => names
-            .iter()
-            .map(|name| named(name).unwrap_or(Types::ALL))
-            .fold(Types::NONE, Types::union),
-        Some(name) => named(name).unwrap_or(Types::ALL),
-        None => Types::ALL,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numeric::{Bound, Decimal};
     use crate::shape::Located;
 
     fn typed(types: Types, edit: impl FnOnce(&mut Typed)) -> Shape {
@@ -228,8 +127,8 @@ mod tests {
         let bounded = |types: Types| {
             typed(types, |typed| {
                 typed.number.minimum = Some(Located {
-                    value: crate::numeric::Bound {
-                        value: crate::numeric::Decimal::from_json(&serde_json::Number::from(3)),
+                    value: Bound {
+                        value: Decimal::from_json(&serde_json::Number::from(3)),
                         exclusive: false,
                     },
                     pointer: String::new(),
@@ -319,30 +218,5 @@ mod tests {
             }),
         ];
         assert_eq!(whole_types_apart(&branches), None);
-    }
-
-    /// The direct path's check: `type` keywords that meet, or a branch without one.
-    #[test]
-    fn written_branches_that_may_share_types() {
-        use serde_json::json;
-        let may_share = |branches: serde_json::Value| {
-            branches_may_share_types(branches.as_array().expect("an array"))
-        };
-        assert!(!may_share(json!([{"type": "string"}, {"type": "null"}])));
-        assert!(!may_share(
-            json!([{"$ref": "#/$defs/a", "description": "A"}, {"$ref": "#/$defs/b"}])
-        ));
-        assert!(!may_share(
-            json!([{"type": ["string", "null"]}, {"type": "object"}, true])
-        ));
-        assert!(may_share(
-            json!([{"type": "integer"}, {"type": "number", "minimum": 1}])
-        ));
-        assert!(may_share(
-            json!([{"type": "string"}, {"properties": {"a": {}}}])
-        ));
-        assert!(may_share(
-            json!([{"$ref": "#/$defs/a", "minimum": 1}, {"type": "number"}])
-        ));
     }
 }

@@ -1,5 +1,5 @@
 //! A conversion's outcome as comparable text, and JSON files read for the tests that
-//! compare two ways of converting (`direct_path.rs`, `calls_route.rs`).
+//! compare two ways of converting (`calls_route.rs`).
 
 #![allow(dead_code)]
 

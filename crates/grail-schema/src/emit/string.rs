@@ -5,27 +5,26 @@ use std::collections::BTreeMap;
 use grail_grammar::{CharSet, Expr};
 use serde_json::Value;
 
+use super::{Emitter, Primitive};
 use crate::char_automaton::CharDfa;
-use crate::convert::Converter;
-use crate::emit::Primitive;
 use crate::format::{FormatGrammar, char_lengths, format_grammar, format_superset, is_annotation};
 use crate::json_text::{encoded_char, encoded_set};
 use crate::pattern::{pattern_char_lengths, pattern_expr};
 use crate::shape::{Shape, Typed, Types};
 
-impl Converter<'_> {
+impl Emitter<'_> {
     /// The strings `typed` allows, with their quotes; `None` when none. Strings under the
     /// same constraints share one grammar (a schema's three `curie` references, each a
     /// pattern under a `maxLength`, built one automaton of 846 states three times),
     /// unless writing it reported something, which is then reported at each place.
-    pub fn string(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
+    pub(super) fn string(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
         let key = string_key(typed);
         if let Some(expr) = self.string_rules.get(key.as_ref()) {
             return expr.clone();
         }
-        let reported = self.diagnostics.len();
+        let reported = self.reader.findings().count();
         let expr = self.string_uncached(typed, name);
-        if self.diagnostics.len() == reported {
+        if self.reader.findings().count() == reported {
             self.string_rules.insert(key.into_owned(), expr.clone());
         }
         expr
@@ -250,7 +249,7 @@ impl Converter<'_> {
     }
 
     /// The least and the most characters of the strings in the format named `name`, from
-    /// the grammar [`Converter::format`] writes for it, when they are known.
+    /// the grammar [`Emitter::format`] writes for it, when they are known.
     fn format_char_lengths(&self, name: &str) -> Option<(u64, Option<u64>)> {
         let llama = self.options.llama_dialect();
         let expr = match llama.then(|| crate::format_llama::llama_format(name)) {
@@ -299,7 +298,7 @@ impl Converter<'_> {
 
     /// The strings a string-only shape allows, as an automaton, when it is made of
     /// patterns, length bounds and constants.
-    pub(crate) fn string_language(&mut self, shape: &Shape) -> Option<CharDfa> {
+    pub(super) fn string_language(&mut self, shape: &Shape) -> Option<CharDfa> {
         match shape {
             Shape::Any => Some(CharDfa::everything()),
             Shape::Never => Some(CharDfa::nothing()),
@@ -309,7 +308,7 @@ impl Converter<'_> {
             }
             Shape::Ref(target) => {
                 let target = target.clone();
-                let shape = self.read(&target);
+                let shape = self.reader.read(&target);
                 self.string_language(&shape)
             }
             Shape::AnyOf(branches) => {
@@ -365,7 +364,7 @@ impl Converter<'_> {
 }
 
 /// Unanchored patterns whose minimal automaton has at most this many states are written
-/// as the automaton (see `Converter::pattern`).
+/// as the automaton (see `Emitter::pattern`).
 const MAX_SEARCH_AUTOMATON_STATES: usize = 64;
 
 /// True when the pattern's text starts with `^` and ends with an unescaped `$` (a cheap
@@ -377,7 +376,7 @@ fn anchored_both_ends(pattern: &str) -> bool {
     pattern.starts_with('^') && trailing_backslashes.is_some_and(|count| count % 2 == 0)
 }
 
-impl Converter<'_> {
+impl Emitter<'_> {
     /// The rest of a string whose first character is none of `children` (sorted), in
     /// canonical form, closing quote included: `([plain others] | canonical-escape)
     /// canonical-char* "\""`, a rule per set of children.
@@ -399,7 +398,7 @@ impl Converter<'_> {
         tail
     }
 
-    /// What [`Converter::string_tail`] names: `([plain others] | canonical-escape)
+    /// What [`Emitter::string_tail`] names: `([plain others] | canonical-escape)
     /// canonical-char* "\""`.
     fn string_tail_body(&mut self, children: &[char]) -> Expr {
         let any = self.primitive(Primitive::CanonicalChar);
@@ -435,7 +434,7 @@ impl Converter<'_> {
     /// Any string in canonical encoding except the given ones, closing quote included: a
     /// trie of the excluded strings, where each node either follows one of its children,
     /// or takes another character and then anything up to the quote (a tail rule per set
-    /// of children, [`Converter::string_tail`]), or (if no excluded string ends there)
+    /// of children, [`Emitter::string_tail`]), or (if no excluded string ends there)
     /// takes the quote. A node where names part is a rule of its own, named `name`; a run
     /// of nodes with one child each (the rest of one name) nests in it, up to
     /// [`MAX_NESTED_TRIE_NODES`] deep, so no rule nests deeply (llama.cpp counts the
@@ -451,7 +450,7 @@ impl Converter<'_> {
     /// once: written out at every node, with their escapes, they were most of the grammar
     /// of big schemas (Kubernetes' definitions: 147,000 of 184,000 nodes). Small tries
     /// write them out all the same ([`MAX_TRIE_NODES_WITH_OWN_TAILS`]).
-    pub(crate) fn excluding(&mut self, excluded: &[impl AsRef<str>], name: &str) -> Expr {
+    pub(super) fn excluding(&mut self, excluded: &[impl AsRef<str>], name: &str) -> Expr {
         let mut trie = Trie::default();
         for text in excluded {
             trie.insert(text.as_ref());
@@ -476,7 +475,7 @@ impl Converter<'_> {
 /// 6–7.7 → 0.7 µs, 15 other changed grammars within the noise; the MaskBench compile p99
 /// 6.5 → 6.6–7.6 ms. Big tries keep the shared tails: written out at every node, with
 /// their escapes, they were most of the grammar of big schemas (see
-/// [`Converter::excluding`]).
+/// [`Emitter::excluding`]).
 const MAX_TRIE_NODES_WITH_OWN_TAILS: usize = 32;
 
 /// Whether a trie's nodes call the shared tail rules or write their tails out.
@@ -486,7 +485,7 @@ enum Tails {
     Own,
 }
 
-/// How many trie nodes with one child each nest in one rule of [`Converter::excluding`] before the
+/// How many trie nodes with one child each nest in one rule of [`Emitter::excluding`] before the
 /// next is a rule of its own (the nesting of groups in the printed grammar).
 const MAX_NESTED_TRIE_NODES: usize = 12;
 
@@ -494,7 +493,7 @@ const MAX_NESTED_TRIE_NODES: usize = 12;
 /// where, below the root, a branch must go on (so prefixes of names that are not names
 /// themselves are refused too, as llama.cpp does), a node that ends a name needs one more
 /// character, and any other first character is written as itself, then `char*`.
-pub(crate) fn excluding_llama(
+pub(super) fn excluding_llama(
     excluded: &[impl AsRef<str>],
     char: &Expr,
     hoist: &mut dyn FnMut(Expr) -> Expr,
@@ -569,18 +568,18 @@ impl Trie {
     }
 
     /// The canonical texts that continue this node's prefix into a string not excluded,
-    /// each followed by the closing quote (see [`Converter::excluding`]); `depth` counts
+    /// each followed by the closing quote (see [`Emitter::excluding`]); `depth` counts
     /// the nodes nested in the current rule, `tails` says how the tails are written.
-    fn expr(&self, converter: &mut Converter, name: &str, depth: usize, tails: Tails) -> Expr {
+    fn expr(&self, emitter: &mut Emitter<'_>, name: &str, depth: usize, tails: Tails) -> Expr {
         grail_syntax::stack::deep(|| {
             let mut choices = Vec::new();
             for (&character, child) in &self.children {
                 let hoisted = child.children.len() > 1
                     || !child.children.is_empty() && depth + 1 >= MAX_NESTED_TRIE_NODES;
                 let child_depth = if hoisted { 0 } else { depth + 1 };
-                let child_expr = child.expr(converter, name, child_depth, tails);
+                let child_expr = child.expr(emitter, name, child_depth, tails);
                 let child_expr = if hoisted {
-                    converter.wrap_rule(child_expr, name)
+                    emitter.wrap_rule(child_expr, name)
                 } else {
                     child_expr
                 };
@@ -588,8 +587,8 @@ impl Trie {
             }
             let children: Vec<char> = self.children.keys().copied().collect();
             choices.push(match tails {
-                Tails::Shared => converter.string_tail(&children),
-                Tails::Own => converter.string_tail_body(&children),
+                Tails::Shared => emitter.string_tail(&children),
+                Tails::Own => emitter.string_tail_body(&children),
             });
             if !self.ends_here {
                 choices.push(Expr::literal("\""));

@@ -2,12 +2,12 @@
 
 use grail_grammar::Expr;
 
-use crate::convert::Converter;
+use super::Emitter;
 use crate::shape::{Shape, Typed};
 
-impl Converter<'_> {
+impl Emitter<'_> {
     /// The arrays `typed` allows; `None` when none.
-    pub fn array(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
+    pub(super) fn array(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
         let rules = &typed.array;
         let (min, max) = (rules.min_items, rules.max_items);
         if max.is_some_and(|max| max < min) {
@@ -116,8 +116,8 @@ impl Converter<'_> {
     fn containing(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
         let rules = &typed.array;
         let contains = rules.contains[0].clone();
-        let located = |converter: &mut Converter, reason: &str| {
-            converter.unsupported(&contains.pointer, contains.keyword, reason.to_string());
+        let located = |emitter: &mut Emitter<'_>, reason: &str| {
+            emitter.unsupported(&contains.pointer, contains.keyword, reason.to_string());
         };
         if rules.contains.len() > 1 {
             located(self, "several `contains` apply at once");
@@ -139,7 +139,7 @@ impl Converter<'_> {
         }
         let needed = contains.value.min;
         let item_shape = rules.items.clone();
-        let matching_shape = self.meet(
+        let matching_shape = self.simplifier().meet(
             &contains.pointer,
             item_shape.clone(),
             contains.value.shape.clone(),

@@ -13,36 +13,37 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use grail_grammar::{Expr, RuleId};
 
+use super::string::excluding_llama;
+use super::{Emitter, Primitive};
 use crate::char_automaton::{AutomatonError, CharDfa};
-use crate::convert::{Converter, joined};
 use crate::diagnostic::{SchemaDiagnostic, Severity};
-use crate::emit_string::excluding_llama;
 use crate::json_text::{encoded_text, is_written_as_itself};
 use crate::options::KeyOrder;
+use crate::pointer::joined;
 use crate::shape::{KeySet, ObjectRules, Presence, Shape, Typed};
 
 /// One declared property, ready to write.
-pub(crate) struct Slot {
+struct Slot {
     /// `"name" space ":" space value`.
-    pub pair: Expr,
-    pub required: bool,
+    pair: Expr,
+    required: bool,
     /// Written before the others (see `ObjectRules::written_first`).
-    pub first: bool,
+    first: bool,
     /// Its bit among the names presence conditions mention, if they mention it.
-    pub tracked: Option<u32>,
+    tracked: Option<u32>,
 }
 
 /// The properties of one object, as slots.
-pub(crate) struct Layout {
-    pub slots: Vec<Slot>,
+struct Layout {
+    slots: Vec<Slot>,
     /// `key ":" space value` for additional properties, if any are allowed.
-    pub additional: Option<Expr>,
-    pub min: u64,
-    pub max: Option<u64>,
+    additional: Option<Expr>,
+    min: u64,
+    max: Option<u64>,
     /// Presence conditions, over the bits of the tracked names.
-    pub presence: Vec<Presence>,
+    presence: Vec<Presence>,
     /// The tracked names, by bit.
-    pub tracked: Vec<String>,
+    tracked: Vec<String>,
 }
 
 impl Layout {
@@ -94,9 +95,9 @@ impl KeyLanguage {
     }
 }
 
-impl Converter<'_> {
+impl Emitter<'_> {
     /// The objects `typed` allows; `None` when none.
-    pub fn object(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
+    pub(super) fn object(&mut self, typed: &Typed, name: &str) -> Option<Expr> {
         let rules = &typed.object;
         if rules
             .max_properties
@@ -113,7 +114,7 @@ impl Converter<'_> {
     }
 
     /// `"{" space body space "}"`, the body written from `layout`.
-    pub(crate) fn braced(&mut self, layout: &Layout, name: &str) -> Expr {
+    fn braced(&mut self, layout: &Layout, name: &str) -> Expr {
         let space = self.space();
         let body = self.object_body(layout, name);
         Expr::sequence([
@@ -127,7 +128,7 @@ impl Converter<'_> {
 
     /// `"property" space ":" space value` as the rule `<value_name>-kv` (see
     /// [`value_name`]).
-    pub(crate) fn property_pair(
+    fn property_pair(
         &mut self,
         property: &str,
         value: Expr,
@@ -210,7 +211,7 @@ impl Converter<'_> {
             };
             for key in &keys {
                 if key.rule_index.is_some() && key.covers_declared_name(property) {
-                    shape = self.meet("", shape, key.shape.clone());
+                    shape = self.simplifier().meet("", shape, key.shape.clone());
                 }
             }
             if let Some(names) = &keys.first().and_then(|key| key.names.clone())
@@ -267,19 +268,19 @@ impl Converter<'_> {
             }
             let value = self.emit_nested(&rules.additional, &value_name);
             let key = if written.is_empty() {
-                self.primitive(crate::emit::Primitive::String)
+                self.primitive(Primitive::String)
             } else {
                 let rule_name = format!("{value_name}-k");
                 let quote = Expr::literal("\"");
                 if self.options.llama_dialect() {
-                    let char = self.primitive(crate::emit::Primitive::Char);
+                    let char = self.primitive(Primitive::Char);
                     let others = excluding_llama(written, &char, &mut |expr| {
                         self.wrap_rule(expr, &rule_name)
                     });
                     let others = self.wrap_rule(others, &rule_name);
                     Expr::sequence([quote.clone(), others, quote])
                 } else {
-                    // The closing quote is inside the trie's rules (`Converter::excluding`).
+                    // The closing quote is inside the trie's rules (`Emitter::excluding`).
                     let others = self.excluding(written, &rule_name);
                     let others = self.wrap_rule(others, &rule_name);
                     Expr::sequence([quote, others])
@@ -322,7 +323,7 @@ impl Converter<'_> {
             for (bit, key) in rule_keys.iter().enumerate() {
                 let step = if subset & (1 << bit) != 0 {
                     any_rule |= key.is_pattern;
-                    shape = self.meet("", shape, key.shape.clone());
+                    shape = self.simplifier().meet("", shape, key.shape.clone());
                     language.intersection(&key.language)
                 } else {
                     language.difference(&key.language)
@@ -339,7 +340,7 @@ impl Converter<'_> {
                 continue;
             }
             if !any_rule {
-                shape = self.meet("", shape, rules.additional.clone());
+                shape = self.simplifier().meet("", shape, rules.additional.clone());
             }
             if shape == Shape::Never {
                 continue;
@@ -469,7 +470,7 @@ impl Converter<'_> {
     }
 
     /// What goes between the braces.
-    pub(crate) fn object_body(&mut self, layout: &Layout, name: &str) -> Expr {
+    fn object_body(&mut self, layout: &Layout, name: &str) -> Expr {
         // Counts above the cap behave alike: past the maximum (dead), or at least the
         // minimum and at least one (a comma comes next).
         let cap = match layout.max {
@@ -484,7 +485,7 @@ impl Converter<'_> {
                 let mut memo = HashMap::default();
                 return self.rest_any_order(layout, (0, 0), cap, name, &mut memo);
             }
-            self.diagnostics.push(SchemaDiagnostic::new(
+            self.reader.findings().push(SchemaDiagnostic::new(
                 Severity::Note,
                 "key-order-schema",
                 "",
@@ -506,7 +507,7 @@ impl Converter<'_> {
         self.rest(layout, (0, 0, 0), cap, name, &mut memo)
     }
 
-    /// The body [`Converter::rest`] writes for an object whose properties are all required
+    /// The body [`Emitter::rest`] writes for an object whose properties are all required
     /// and the only ones (no additional properties, no presence conditions, counts the
     /// properties meet), few enough to be written inline: one sequence of the pairs and
     /// their separators, without the state graph. `None` for any other layout.
@@ -665,7 +666,7 @@ impl Converter<'_> {
         Expr::Rule(rule)
     }
 
-    /// The grammar of what may follow in `state` (see [`Converter::rest`]), its
+    /// The grammar of what may follow in `state` (see [`Emitter::rest`]), its
     /// continuations as rules or inline.
     fn rest_expr(
         &mut self,
@@ -744,7 +745,7 @@ impl Converter<'_> {
     }
 }
 
-/// A state of [`Converter::rest`]: (the next slot, the properties written so far capped at
+/// A state of [`Emitter::rest`]: (the next slot, the properties written so far capped at
 /// the cap, the tracked names written so far as bits).
 type RestState = (usize, u64, u32);
 
@@ -782,7 +783,7 @@ fn slot_moves(
     Some((written, skipped))
 }
 
-/// How many moves of [`Converter::rest`]'s state graph ([`slot_moves`]) lead into each
+/// How many moves of [`Emitter::rest`]'s state graph ([`slot_moves`]) lead into each
 /// state reached from the start.
 fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
     let mut paths: HashMap<RestState, u32> = HashMap::default();
@@ -805,7 +806,7 @@ fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
 
 /// The name of the rules of `property`'s value in the object whose rule is `object` (the
 /// property's own name at the root).
-pub(crate) fn value_name(object: &str, property: &str) -> String {
+fn value_name(object: &str, property: &str) -> String {
     if object == "root" {
         property.to_string()
     } else {
