@@ -4,7 +4,7 @@ use grail_engine::{Matcher as RustMatcher, NextRule};
 use grail_vocab::TokenBitmask;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::grammar::Grammar;
 use crate::vocabulary::Vocabulary;
@@ -418,6 +418,54 @@ impl Matcher {
     #[pyo3(signature = (max_chars = 256))]
     fn forced(&self, max_chars: usize) -> String {
         self.inner.forced(max_chars)
+    }
+
+    /// The bytes the grammar forces next, for jump-forward decoding: up to the first byte
+    /// where it has a choice (or may end), at most `max_bytes`. Unlike `forced`, this
+    /// goes on inside a character a token ended in.
+    #[pyo3(signature = (max_bytes = 256))]
+    fn jump_forward_bytes<'py>(&self, py: Python<'py>, max_bytes: usize) -> Bound<'py, PyBytes> {
+        if self.ended {
+            return PyBytes::new(py, b"");
+        }
+        PyBytes::new(py, &self.inner.jump_forward_bytes(max_bytes))
+    }
+
+    /// The tokens a decoder may append without sampling: the part of the model's own
+    /// tokenization of `jump_forward_bytes()` that no continuation could tokenize
+    /// differently (docs/jump-forward.md). `tokenize(data: bytes)` returns the token ids
+    /// of exactly those bytes (no special tokens or prefix space added), or None when it
+    /// cannot. The matcher does not move: append the tokens with `accept_tokens`. Raises
+    /// ValueError when the tokenizer's tokens do not spell its input, and whatever
+    /// `tokenize` raises.
+    #[pyo3(signature = (tokenize, max_bytes = 256))]
+    fn jump_forward_tokens(
+        &self,
+        py: Python<'_>,
+        tokenize: &Bound<'_, PyAny>,
+        max_bytes: usize,
+    ) -> PyResult<Vec<u32>> {
+        if self.ended {
+            return Ok(Vec::new());
+        }
+        let mut failure: Option<PyErr> = None;
+        let jump = self.inner.jump_forward_tokens(max_bytes, |bytes| {
+            if failure.is_some() {
+                return None;
+            }
+            let ids = tokenize
+                .call1((PyBytes::new(py, bytes),))
+                .and_then(|ids| ids.extract::<Option<Vec<u32>>>());
+            ids.unwrap_or_else(|error| {
+                failure = Some(error);
+                None
+            })
+        });
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        jump.map(|jump| jump.tokens)
+            .map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
     /// An independent copy of this matcher's state (for beams).

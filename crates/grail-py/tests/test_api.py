@@ -9,6 +9,57 @@ import grail_gbnf as grail
 from conftest import token_id
 
 
+def greedy_tokenizer(vocabulary):
+    """Longest token first, over the vocabulary's text tokens (not the end token)."""
+    texts = {vocabulary.token_bytes(index): index for index in range(1, vocabulary.size)}
+    longest = max(len(text) for text in texts)
+
+    def tokenize(data):
+        ids, start = [], 0
+        while start < len(data):
+            for end in range(min(len(data), start + longest), start, -1):
+                if data[start:end] in texts:
+                    ids.append(texts[data[start:end]])
+                    start = end
+                    break
+            else:
+                return None
+        return ids
+
+    return tokenize
+
+
+def test_jump_forward_holds_back_a_token_that_could_merge_with_what_follows(tiny_vocabulary):
+    grammar = grail.Grammar.from_gbnf('root ::= "{\\"yes\\"" ("}" | ",\\"no\\"}")')
+    matcher = grail.Matcher(grammar, tiny_vocabulary)
+    tokenize = greedy_tokenizer(tiny_vocabulary)
+    assert matcher.jump_forward_bytes() == b'{"yes"'
+    assert tokenize(b'{"yes"') == [token_id(tiny_vocabulary, t) for t in ['{"', "yes", '"']]
+    # The closing quote may be the start of `"}`: only `{"` and `yes` are safe.
+    tokens = matcher.jump_forward_tokens(tokenize)
+    assert tokens == [token_id(tiny_vocabulary, '{"'), token_id(tiny_vocabulary, "yes")]
+    assert matcher.jump_forward_bytes(max_bytes=2) == b'{"'
+    assert matcher.accept_tokens(tokens)
+    assert matcher.jump_forward_tokens(tokenize) == []  # `"` then a choice
+    assert matcher.accept_tokens([token_id(tiny_vocabulary, '"}'), 0])
+    assert matcher.jump_forward_bytes() == b"" and matcher.jump_forward_tokens(tokenize) == []
+
+
+def test_jump_forward_reports_a_tokenizer_that_fails_or_misspells(tiny_vocabulary):
+    matcher = grail.Matcher(grail.Grammar.from_gbnf('root ::= "no" [0-9]'), tiny_vocabulary)
+    assert matcher.jump_forward_tokens(lambda data: None) == []
+    with pytest.raises(ValueError, match="spell"):
+        matcher.jump_forward_tokens(lambda data: [token_id(tiny_vocabulary, "yes")])
+
+    def broken(data):
+        raise RuntimeError("no tokenizer here")
+
+    with pytest.raises(RuntimeError, match="no tokenizer here"):
+        matcher.jump_forward_tokens(broken)
+    with pytest.raises(TypeError):
+        matcher.jump_forward_tokens(lambda data: "no")
+
+
 def test_grammar_from_gbnf_and_its_text():
     grammar = grail.Grammar.from_gbnf('root ::= "yes" | "no"')
     assert "root ::=" in grammar.gbnf

@@ -1,7 +1,7 @@
 """Type stubs of the native module (see the docstrings in the extension)."""
 
 from os import PathLike
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 __version__: str
 
@@ -78,6 +78,10 @@ class Matcher:
     def is_token_allowed(self, token_id: int) -> bool: ...
     def next_characters(self) -> List[Dict[str, Any]]: ...
     def forced(self, max_chars: int = 256) -> str: ...
+    def jump_forward_bytes(self, max_bytes: int = 256) -> bytes: ...
+    def jump_forward_tokens(
+        self, tokenize: Callable[[bytes], Optional[Sequence[int]]], max_bytes: int = 256
+    ) -> List[int]: ...
     def fork(self) -> "Matcher": ...
 
 def fill_next_token_bitmasks(
