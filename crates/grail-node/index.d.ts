@@ -236,6 +236,13 @@ export declare class Matcher {
   nextRules(): Rule[]
   /** The text the grammar forces next (at most `maxChars`, default 256). */
   forced(maxChars?: number): string
+  /** The bytes the grammar forces next, up to a choice (at most `maxBytes`, default 256). */
+  jumpForwardBytes(maxBytes?: number): Buffer
+  /**
+   * The tokens a decoder may append without sampling (docs/jump-forward.md); `tokenize`
+   * gives the ids of exactly the bytes it is handed, or null. The matcher does not move.
+   */
+  jumpForwardTokens(tokenize: (bytes: Buffer) => number[] | null, maxBytes?: number): number[]
   /** Bytes of text accepted. */
   readonly offset: number
   /** Writes the allowed tokens into row `row` of `bitmask` (bit t%32 of word t/32). */

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use grail_engine::{AcceptError, Matcher as RustMatcher, NextCharacters, NextRule};
 use grail_vocab::TokenBitmask;
 use napi::Either;
-use napi::bindgen_prelude::Uint32ArraySlice;
+use napi::bindgen_prelude::{Buffer, Function, Uint32ArraySlice};
 use napi_derive::napi;
 use rustc_hash::FxHashMap;
 
@@ -533,6 +533,55 @@ impl Matcher {
             return String::new();
         }
         self.inner.forced(max_chars.unwrap_or(256) as usize)
+    }
+
+    /// The bytes the grammar forces next, for jump-forward decoding: up to the first byte
+    /// where it has a choice (or may end), at most `maxBytes` (default 256). Unlike
+    /// `forced`, this goes on inside a character a token ended in.
+    #[napi]
+    pub fn jump_forward_bytes(&self, max_bytes: Option<u32>) -> Buffer {
+        if self.ended {
+            return Vec::new().into();
+        }
+        self.inner
+            .jump_forward_bytes(max_bytes.unwrap_or(256) as usize)
+            .into()
+    }
+
+    /// The tokens a decoder may append without sampling: the part of the model's own
+    /// tokenization of `jumpForwardBytes()` that no continuation could tokenize
+    /// differently (docs/jump-forward.md). `tokenize(bytes)` returns the token ids of
+    /// exactly those bytes (no special tokens or prefix space added), or null when it
+    /// cannot. The matcher does not move: append the tokens with `acceptTokens`. Throws
+    /// when the tokenizer's tokens do not spell its input, and what `tokenize` throws.
+    #[napi]
+    pub fn jump_forward_tokens(
+        &self,
+        tokenize: Function<'_, Buffer, Option<Vec<u32>>>,
+        max_bytes: Option<u32>,
+    ) -> napi::Result<Vec<u32>> {
+        if self.ended {
+            return Ok(Vec::new());
+        }
+        let mut failure: Option<napi::Error> = None;
+        let jump = self
+            .inner
+            .jump_forward_tokens(max_bytes.unwrap_or(256) as usize, |bytes| {
+                if failure.is_some() {
+                    return None;
+                }
+                tokenize
+                    .call(bytes.to_vec().into())
+                    .unwrap_or_else(|error| {
+                        failure = Some(error);
+                        None
+                    })
+            });
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        jump.map(|jump| jump.tokens)
+            .map_err(|error| invalid(error.to_string()))
     }
 
     /// Bytes of text accepted since the start.

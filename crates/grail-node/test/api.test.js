@@ -207,6 +207,42 @@ test('Grammar.fromTools and validateCall', () => {
   assert.throws(() => Grammar.fromTools(tools, { wire: 'nope' }), /wire must be one of/)
 })
 
+test('Matcher: jump-forward bytes and the tokens safe to append', () => {
+  const texts = ['{"', 'yes', '"', '"}', ',', 'n', 'o', '}', 'y', 'e', 's', '</s>']
+  const vocabulary = Vocabulary.fromTokens(texts, { special: [11], eosTokenIds: [11] })
+  // Longest token first.
+  const tokenize = (bytes) => {
+    const text = bytes.toString('utf8')
+    const ids = []
+    let start = 0
+    while (start < text.length) {
+      let best = -1
+      texts.forEach((token, id) => {
+        if (id !== 11 && text.startsWith(token, start) && (best < 0 || token.length > texts[best].length)) best = id
+      })
+      if (best < 0) return null
+      ids.push(best)
+      start += texts[best].length
+    }
+    return ids
+  }
+  const grammar = Grammar.fromGbnf('root ::= "{\\"yes\\"" ("}" | ",\\"no\\"}")')
+  const matcher = new Matcher(grammar, vocabulary)
+  assert.deepEqual([...matcher.jumpForwardBytes()], [...Buffer.from('{"yes"')])
+  assert.deepEqual([...matcher.jumpForwardBytes(2)], [...Buffer.from('{"')])
+  assert.deepEqual(tokenize(Buffer.from('{"yes"')), [0, 1, 2])
+  // The closing quote may be the start of `"}`: only `{"` and `yes` are safe.
+  assert.deepEqual(matcher.jumpForwardTokens(tokenize), [0, 1])
+  assert.equal(matcher.acceptTokens([0, 1]), true)
+  assert.deepEqual(matcher.jumpForwardTokens(tokenize), [])
+  assert.deepEqual(matcher.jumpForwardTokens(() => null), [])
+  assert.throws(() => matcher.jumpForwardTokens(() => [1]), /spell/)
+  assert.throws(() => matcher.jumpForwardTokens(() => { throw new Error('no tokenizer here') }), /no tokenizer here/)
+  assert.equal(matcher.acceptTokens([3, 11]), true)
+  assert.equal(matcher.jumpForwardBytes().length, 0)
+  assert.deepEqual(matcher.jumpForwardTokens(tokenize), [])
+})
+
 test('Matcher: text and tokens, rollback, fork', () => {
   const vocabulary = Vocabulary.fromTokens(['a', 'b', 'ab', '</s>'], { special: [3], eosTokenIds: [3] })
   assert.equal(vocabulary.size, 4)

@@ -61,6 +61,10 @@ matcher.fillNextTokenBitmask(bitmask)
 fillNextTokenBitmasks([matcher], bitmask, [0])
 const drafted: number = matcher.validateTokens([1, 2])
 void drafted
+const forcedBytes: Buffer = matcher.jumpForwardBytes(64)
+const jumped: number[] = matcher.jumpForwardTokens((bytes: Buffer) => (bytes.length > 0 ? [1] : null), 64)
+void forcedBytes
+void jumped
 const next = matcher.add('{')
 if (next instanceof Matcher) {
   next.acceptToken(1)
