@@ -324,6 +324,7 @@ impl Matcher {
                 (None, None) => index.longest_text(),
             })
             .collect();
+        self.share_twin_bounds(&bounds);
         self.twin_bounds = Some(bounds.clone());
         bounds
     }

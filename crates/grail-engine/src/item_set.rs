@@ -37,6 +37,12 @@ impl ItemSet {
         self.len = 0;
     }
 
+    /// Bytes of its heap buffers.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.stamps.capacity() * size_of::<(u32, u32)>()
+            + self.overflow.capacity() * (size_of::<Item>() + 1)
+    }
+
     /// Adds the item; true when it was not there yet.
     pub(crate) fn insert(&mut self, item: Item) -> bool {
         let added = if item.partial.is_none() {

@@ -1,46 +1,40 @@
-//! What the matchers of one compiled grammar learned, handed on to the next matcher.
+//! What the matchers of one compiled grammar learn, shared by all of them.
 //!
 //! A matcher learns as it goes: parse states and their transitions (`step_cache.rs`),
 //! remembered trie walks, masks by parse state (`mask_cache.rs`), the twin bounds of
-//! bounded repetitions (`counted.rs`). Forks share all of it. A matcher made later from
-//! the same [`crate::CompiledGrammar`] starts from what earlier ones left here, so a
-//! server that keeps a compiled grammar pays for learning its states once, not once per
-//! request.
+//! bounded repetitions (`counted.rs`). Every matcher of a grammar with one vocabulary —
+//! forks, later matchers, matchers on other threads — reads and writes one store of it:
+//! what one learns, the others use from their next step, so a server that keeps a
+//! compiled grammar pays for learning its states once, not once per request or per
+//! sequence of a batch.
 //!
 //! Walks and masks are facts about one vocabulary (trie ranges, token ids), so what is
 //! learned is kept per vocabulary, told apart by the identity of its
 //! `Arc<VocabularyIndex>` (held weakly: a vocabulary dropped leaves a dead entry, cleared
-//! when the grammar's next matcher is made). Masks are shared as they are (a locked, bounded map, keyed by
-//! the parse state's own description); the step cache is copy-on-write, so a matcher
-//! hands its copy back when it is dropped, if it knows more than the one kept. Copies
-//! bigger than [`MAX_KEPT_STATES`] states are not kept: a new matcher that learns
-//! anything copies the table first, and that copy must stay cheap. Nor are copies with
-//! more than [`MAX_KEPT_WALK_BYTES`] of remembered walks: what is kept lives as long as
-//! the grammar, so it stays small (about 1 MB of table, 8 MB of walks, and the mask
-//! cache, bounded by the grammar's `max_mask_cache_bytes`).
+//! when the grammar's next matcher is made). The step cache is bounded (states, walks'
+//! bytes); when it is full, new matchers start from a fresh one while the matchers
+//! holding the old one keep it, so no matcher ever reads states of two caches. The mask
+//! cache is bounded in bytes (the grammar's `max_mask_cache_bytes`) and cleared when
+//! full; it is keyed by parse states' own descriptions, never by a cache's state ids.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use grail_vocab::VocabularyIndex;
 
 use crate::mask_cache::MaskCache;
 use crate::step_cache::StepCache;
 
-/// Most states of a step cache kept for later matchers: its transition table is 1 KB per
-/// state, copied once by a later matcher that learns more (about 0.1 ms at this size).
-pub(crate) const MAX_KEPT_STATES: usize = 1024;
-
-/// Most bytes of remembered walks in a step cache kept for later matchers (what is kept
-/// lives as long as the grammar).
-pub(crate) const MAX_KEPT_WALK_BYTES: usize = 8 << 20;
-
 /// Most vocabularies a grammar keeps learning for at once (the oldest make room).
 const MAX_VOCABULARIES: usize = 4;
+
+/// The masks of a grammar with one vocabulary, shared by its matchers (lookups share
+/// the read lock).
+pub(crate) type SharedMasks = Arc<RwLock<MaskCache>>;
 
 /// What one matcher starts from: the step cache, the masks and the twin bounds.
 pub(crate) struct Inheritance {
     pub(crate) step_cache: Arc<StepCache>,
-    pub(crate) mask_cache: Arc<Mutex<MaskCache>>,
+    pub(crate) mask_cache: SharedMasks,
     pub(crate) twin_bounds: Option<Arc<[u32]>>,
 }
 
@@ -50,7 +44,7 @@ struct Entry {
     /// `None`: matchers without a vocabulary (no walks, no masks).
     vocabulary: Option<Weak<VocabularyIndex>>,
     step_cache: Arc<StepCache>,
-    mask_cache: Arc<Mutex<MaskCache>>,
+    mask_cache: SharedMasks,
     twin_bounds: Option<Arc<[u32]>>,
 }
 
@@ -81,7 +75,10 @@ impl LearnedStore {
     pub(crate) fn inherit(&self, vocabulary: Option<&Arc<VocabularyIndex>>) -> Inheritance {
         let mut entries = self.lock();
         entries.retain(|entry| !entry.is_dead());
-        if let Some(entry) = entries.iter().find(|entry| entry.is_for(vocabulary)) {
+        if let Some(entry) = entries.iter_mut().find(|entry| entry.is_for(vocabulary)) {
+            if entry.step_cache.is_full() {
+                entry.step_cache = Arc::default();
+            }
             return Inheritance {
                 step_cache: entry.step_cache.clone(),
                 mask_cache: entry.mask_cache.clone(),
@@ -106,29 +103,18 @@ impl LearnedStore {
         inheritance
     }
 
-    /// Keeps what a matcher with `vocabulary` learned, when its step cache knows more
-    /// states than the one kept (and is small enough to be copied cheaply) and when it
-    /// has twin bounds the entry lacks.
-    pub(crate) fn hand_back(
+    /// Keeps the twin bounds a matcher with `vocabulary` worked out, when the store has
+    /// none yet.
+    pub(crate) fn hand_back_twin_bounds(
         &self,
         vocabulary: Option<&Arc<VocabularyIndex>>,
-        step_cache: &Arc<StepCache>,
-        twin_bounds: Option<&Arc<[u32]>>,
+        twin_bounds: &Arc<[u32]>,
     ) {
         let mut entries = self.lock();
-        let Some(entry) = entries.iter_mut().find(|entry| entry.is_for(vocabulary)) else {
-            return;
-        };
-        let states = step_cache.state_count();
-        if !Arc::ptr_eq(&entry.step_cache, step_cache)
-            && states > entry.step_cache.state_count()
-            && states <= MAX_KEPT_STATES
-            && step_cache.walk_bytes() <= MAX_KEPT_WALK_BYTES
+        if let Some(entry) = entries.iter_mut().find(|entry| entry.is_for(vocabulary))
+            && entry.twin_bounds.is_none()
         {
-            entry.step_cache = step_cache.clone();
-        }
-        if entry.twin_bounds.is_none() {
-            entry.twin_bounds = twin_bounds.cloned();
+            entry.twin_bounds = Some(twin_bounds.clone());
         }
     }
 

@@ -22,7 +22,6 @@
 #![warn(missing_docs)]
 
 mod batch;
-mod chunked_vec;
 mod compile;
 mod counted;
 mod error;
@@ -40,6 +39,7 @@ mod prefault;
 mod prepare;
 mod pure_walk;
 mod sample;
+mod shared_chunks;
 mod speculative;
 mod step_cache;
 mod step_description;

@@ -76,6 +76,7 @@ impl Matcher {
         };
         if result.is_ok() {
             self.token_starts.push(start);
+            self.trim_token_history();
         }
         result
     }
@@ -262,7 +263,7 @@ impl Matcher {
     fn cached_mask(&self, key: &[u32], mask: &mut [u32]) -> bool {
         let cache = self
             .mask_cache
-            .lock()
+            .read()
             .unwrap_or_else(|poison| poison.into_inner());
         match cache.get(key) {
             Some(words) if words.len() == mask.len() => {
@@ -278,7 +279,7 @@ impl Matcher {
         let max_bytes = self.graph().limits.max_mask_cache_bytes;
         let mut cache = self
             .mask_cache
-            .lock()
+            .write()
             .unwrap_or_else(|poison| poison.into_inner());
         cache.insert(key, mask, max_bytes);
     }

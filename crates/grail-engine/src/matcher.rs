@@ -21,7 +21,7 @@ use grail_vocab::VocabularyIndex;
 use crate::compile::{CompiledGrammar, GrammarGraph, NO_CARRIER, Node, NodeId};
 use crate::error::{AcceptError, LimitExceeded};
 use crate::item_set::ItemSet;
-use crate::mask_cache::MaskCache;
+use crate::learned::SharedMasks;
 use crate::step_cache::{
     DEAD, NEVER_CACHEABLE, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN,
 };
@@ -32,6 +32,8 @@ use crate::utf8::{Partial, Step};
 use crate::walk_buffers::WalkBufferPool;
 
 pub(crate) mod literal_run;
+mod memory;
+pub(crate) use memory::vec_bytes;
 mod regular_transition;
 
 /// No link: the end of a frame's caller list.
@@ -141,6 +143,8 @@ pub struct Matcher {
     items: Vec<Item>,
     steps: Vec<StepRecord>,
     history_limit: Option<usize>,
+    /// The most tokens kept for [`Matcher::rollback_tokens`], when limited.
+    token_history_limit: Option<usize>,
     scratch: Scratch,
     cache: Arc<StepCache>,
     /// The vocabulary tokens are taken from, for masks and `accept_token`.
@@ -150,8 +154,8 @@ pub struct Matcher {
     pub(crate) token_starts: Vec<u64>,
     /// Steps dropped from the front of the history so far.
     pub(crate) steps_dropped: u64,
-    /// Token masks by parse state, shared with forks.
-    pub(crate) mask_cache: Arc<std::sync::Mutex<MaskCache>>,
+    /// Token masks by parse state, shared by the grammar's matchers.
+    pub(crate) mask_cache: SharedMasks,
     /// Buffers of token-trie walks, reused.
     pub(crate) walk_buffers: WalkBufferPool,
     /// For each copy of a bounded repetition with a twin, how many copies must remain
@@ -160,27 +164,16 @@ pub struct Matcher {
     pub(crate) twin_bounds: Option<Arc<[u32]>>,
 }
 
-impl Drop for Matcher {
-    /// Hands what this matcher learned to the next matcher of its grammar.
-    fn drop(&mut self) {
-        self.grammar.inner.learned.hand_back(
-            self.vocabulary.as_ref(),
-            &self.cache,
-            self.twin_bounds.as_ref(),
-        );
-    }
-}
-
 impl Matcher {
     /// A matcher at the start of the grammar, keeping its whole history for rollback.
-    /// It starts from the parse states earlier matchers of the same compiled grammar
-    /// learned, and hands on what it learns when dropped.
+    /// It shares what the grammar's matchers learn (parse states, transitions, masks)
+    /// with every other matcher of the grammar, on any thread.
     pub fn new(grammar: &CompiledGrammar) -> Matcher {
         Matcher::starting(grammar, None)
     }
 
     /// A matcher at the start of `grammar`, with `vocabulary` for tokens and masks,
-    /// starting from what earlier matchers of `grammar` with it learned.
+    /// sharing what the matchers of `grammar` with it learn.
     pub(crate) fn starting(
         grammar: &CompiledGrammar,
         vocabulary: Option<Arc<VocabularyIndex>>,
@@ -193,6 +186,7 @@ impl Matcher {
             items: Vec::new(),
             steps: Vec::new(),
             history_limit: None,
+            token_history_limit: None,
             cache: inheritance.step_cache,
             vocabulary,
             token_starts: Vec::new(),
@@ -215,6 +209,22 @@ impl Matcher {
     pub fn set_history_limit(&mut self, steps: Option<usize>) {
         self.history_limit = steps;
         self.trim_history();
+    }
+
+    /// Keeps history enough to roll back the last `tokens` tokens
+    /// ([`Matcher::rollback_tokens`]) and drops older steps, in batches (`None`: all). A
+    /// server or an inference engine that rolls back at most a draft's tokens keeps each
+    /// sequence's memory to its live parse, whatever the length of the text. With
+    /// [`Matcher::set_history_limit`] too, each limit drops what it would alone.
+    pub fn set_token_history_limit(&mut self, tokens: Option<usize>) {
+        self.token_history_limit = tokens;
+        self.trim_token_history();
+    }
+
+    /// The most tokens kept for rollback, when limited (see
+    /// [`Matcher::set_token_history_limit`]).
+    pub fn token_history_limit(&self) -> Option<usize> {
+        self.token_history_limit
     }
 
     /// The most steps kept for rollback, when limited (see [`Matcher::set_history_limit`]).
@@ -423,12 +433,8 @@ impl Matcher {
         self.scan_byte(byte);
         if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
             if let Some((state, byte)) = transition_from {
-                Arc::make_mut(&mut self.cache).record_marker(
-                    &self.grammar.inner,
-                    state,
-                    byte,
-                    DEAD,
-                );
+                self.cache
+                    .record_marker(&self.grammar.inner, state, byte, DEAD);
             }
             return Ok(false);
         }
@@ -623,14 +629,17 @@ impl Matcher {
         Some(current.state)
     }
 
-    /// The step cache (read only).
+    /// The step cache, shared by the grammar's matchers.
     pub(crate) fn step_cache(&self) -> &StepCache {
         &self.cache
     }
 
-    /// The step cache, for remembering trie walks.
-    pub(crate) fn step_cache_mut(&mut self) -> &mut StepCache {
-        Arc::make_mut(&mut self.cache)
+    /// Keeps `twin_bounds` (worked out by this matcher) for the grammar's later matchers.
+    pub(crate) fn share_twin_bounds(&self, twin_bounds: &Arc<[u32]>) {
+        self.grammar
+            .inner
+            .learned
+            .hand_back_twin_bounds(self.vocabulary.as_ref(), twin_bounds);
     }
 
     /// The current items split by frame (one rule call each), when they span several.
@@ -677,7 +686,7 @@ impl Matcher {
             &mut self.scratch,
         );
         let state = if described {
-            Arc::make_mut(&mut self.cache).intern(
+            self.cache.intern(
                 graph,
                 &self.scratch.key,
                 &self.scratch.state_items,
@@ -741,7 +750,8 @@ impl Matcher {
     ) -> u32 {
         self.scan_state_byte(state, frames, byte);
         if self.scratch.kernel.is_empty() && self.scratch.carried.is_empty() {
-            Arc::make_mut(&mut self.cache).record_marker(&self.grammar.inner, state, byte, DEAD);
+            self.cache
+                .record_marker(&self.grammar.inner, state, byte, DEAD);
             return self.cache.transition(state, byte);
         }
         if regular_first && self.learn_regular_transition(state, frames, byte) {
@@ -989,7 +999,7 @@ impl Matcher {
             &self.links,
             scratch,
         );
-        let cache = Arc::make_mut(&mut self.cache);
+        let cache = &*self.cache;
         let state = if described {
             cache.intern(graph, &scratch.key, &scratch.state_items, accepting)
         } else {
@@ -1057,7 +1067,34 @@ impl Matcher {
         if self.steps.len() <= keep + keep.max(64) {
             return;
         }
-        let drop = self.steps.len() - keep;
+        self.drop_oldest_steps(self.steps.len() - keep);
+    }
+
+    /// Drops the history older than the last [`Matcher::set_token_history_limit`] tokens,
+    /// once twice that many (and 16 more at least) are kept: amortized as `trim_history`.
+    pub(crate) fn trim_token_history(&mut self) {
+        let Some(tokens) = self.token_history_limit else {
+            return;
+        };
+        if self.token_starts.len() <= tokens + tokens.max(16) {
+            return;
+        }
+        let drop = match tokens {
+            0 => self.steps.len() - 1,
+            _ => {
+                // The step count before the oldest token kept: its last step stays.
+                let oldest = self.token_starts[self.token_starts.len() - tokens];
+                (oldest - self.steps_dropped).saturating_sub(1) as usize
+            }
+        };
+        if drop > 0 {
+            self.drop_oldest_steps(drop);
+        }
+    }
+
+    /// Drops the oldest `drop` steps (fewer than there are), the tokens starting there,
+    /// and the frames and links no kept step reaches.
+    fn drop_oldest_steps(&mut self, drop: usize) {
         let items_base = self.steps[drop].items_start as usize;
         self.steps.drain(..drop);
         self.steps_dropped += drop as u64;

@@ -310,7 +310,7 @@ impl Matcher {
                     frontier,
                     escapes,
                 });
-                self.step_cache_mut()
+                self.step_cache()
                     .remember_walk(state, key.0, key.1, walk.clone());
                 walk
             }
@@ -847,7 +847,7 @@ impl Matcher {
                                 && (step.new_frames == 0 || step.renewal.is_some())
                         };
                 }
-                self.step_cache_mut().set_counted_view_loops(state, loops);
+                self.step_cache().set_counted_view_loops(state, loops);
                 loops
             }
         };

@@ -15,19 +15,29 @@
 //! bytes that the same items take share one learned transition.
 //!
 //! The cache also keeps, per state, which bytes loop back to it, and the token-trie walks
-//! remembered per state and trie range (`pure_walk.rs`). It is shared between forks
-//! (copy-on-write) and capped in size; past the caps, new states and walks are simply not
-//! cached.
+//! remembered per state and trie range (`pure_walk.rs`). One cache serves every matcher
+//! of a (grammar, vocabulary) pair, on any thread (`learned.rs`): what one matcher learns
+//! the others use from their next byte. Readers take no lock: states, transitions and
+//! their summaries are append-only records and atomic tables (`shared_chunks.rs`),
+//! written before the table entry that leads to them. Interning a state takes a lock
+//! (the index of state descriptions), as does remembering a walk (readers of walks share
+//! a read lock). Facts learned later about a state (its ASCII classes, its loop bytes,
+//! whether its counted view loops) only grow or are set once. Two threads may learn the
+//! same transition at once: both record it, as two results describing the same step, and
+//! either stays in the table. The cache is capped in size; past the caps, new states and
+//! walks are simply not cached (and a full cache is replaced for new matchers, see
+//! `learned.rs`).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use grail_vocab::{or_words, set_ids};
 use rustc_hash::FxHashMap;
 
-use crate::chunked_vec::ChunkedVec;
 use crate::compile::{GrammarGraph, Node, NodeId};
 use crate::loop_items::widest_loop_item_class;
 use crate::matcher::{edge_intersects, edge_matches};
+use crate::shared_chunks::{AppendOnly, SharedWords};
 use crate::step_description::EMPTY_STEP_KEY;
 use crate::transition_table::TransitionTable;
 use crate::utf8::{Partial, Step};
@@ -55,25 +65,27 @@ pub(crate) const NO_STATE: StateId = u32::MAX - 3;
 /// 16 MB at the cap.
 const MAX_STATES: usize = 16_384;
 
-/// States a step cache makes room for when it first needs any (see `StepCache::intern`):
-/// an open object's first key step learns about 200 (Github_easy o57450: 186), and a cold
+/// States whose descriptions the index makes room for when it first needs any: an open
+/// object's first key step learns about 200 (Github_easy o57450: 186), and a cold
 /// document of a schema with many keys a thousand or two (Github_hard o33027: 2,331).
-/// What walks read at every node stays in plain vectors (the loop facts, the summaries)
-/// given that room at once, with the index; the rest is chunked (`ChunkedVec`). Vectors
-/// that doubled from one state (a matcher's cache is a copy with no room to spare once
-/// it is shared, as it is from its first state) copied every state inside a mask, past
-/// 64 KB into memory new to the process: in o33027's cold document the last doubling made
-/// a mask at a key 300–500 µs slower in a process's first run (a transparent huge page
-/// fault). Address space until written, about 1 MB here.
-/// (The transition table grows by chunks too: see [`TransitionTable`].)
+/// A map that doubled from one state rehashed everything inside a mask, past 64 KB into
+/// memory new to the process (a transparent huge page fault of hundreds of µs).
+/// (The per-state records and the transition table grow by chunks: `shared_chunks.rs`.)
 const INITIAL_STATES: usize = 8192;
+
+/// Most transitions recorded per cache (about 64 per state at the state cap); past it a
+/// transition is computed in full each time.
+const MAX_RESULTS: usize = MAX_STATES * 64;
+
+/// Summaries per chunk of their table (64 KB).
+const SUMMARIES_PER_CHUNK: usize = 16 << 10;
 
 /// Most bytes of remembered trie walks per matcher family.
 const MAX_WALK_BYTES: usize = 64 << 20;
 
-/// A state: its items as (node, partial character, frame slot), and whether the grammar
-/// may end there.
-#[derive(Debug, Clone)]
+/// A state: its items as (node, partial character, frame slot), whether the grammar may
+/// end there, and what was learned of it.
+#[derive(Debug)]
 pub(crate) struct StateData {
     pub(crate) items: Box<[(NodeId, Partial, u8)]>,
     pub(crate) accepting: bool,
@@ -81,12 +93,22 @@ pub(crate) struct StateData {
     /// step (the same items move on), so a transition learned for one holds for all.
     /// Worked out when the state's first ASCII transition is recorded (a quarter to a
     /// third of the states a cold mask learns are only ever reached, never left).
-    ascii_classes: Option<Box<[u128]>>,
+    ascii_classes: OnceLock<Box<[u128]>>,
     /// Some item takes a byte past ASCII.
     pub(crate) takes_non_ascii: bool,
     /// The widest class an item loops on at a character boundary (`loop_items.rs`): every
     /// run of its whole characters is viable from the state. Empty when none loops.
     pub(crate) loop_item_class: u128,
+    /// It starts a literal run ([`starts_literal_run`]): walks go down such runs without
+    /// learning a state per character (`matcher/literal_run.rs`).
+    literal_start: bool,
+    /// Its view as a twin loop with a count, if it has one (set as it is interned).
+    counted_view: OnceLock<CountedView>,
+    /// Whether the view's bytes loop on its twin: 0 not checked yet, 1 no, 2 yes.
+    counted_view_loops: AtomicU8,
+    /// What is known of the bytes that take it back to itself ([`LoopFacts`], each
+    /// `u128` as two words), only ever added to.
+    loop_facts: [AtomicU64; 6],
 }
 
 /// What is known of the bytes that take a state back to itself ([`grail_vocab::byte_bit`]
@@ -385,85 +407,127 @@ pub(crate) struct CountedView {
     pub(crate) loops: Option<bool>,
 }
 
-/// Interned states and the transitions between them.
-#[derive(Debug, Clone, Default)]
+/// Interned states and the transitions between them, shared by threads (see the module
+/// doc).
+#[derive(Debug)]
 pub(crate) struct StepCache {
-    states: ChunkedVec<StateData>,
-    index: FxHashMap<Box<[u32]>, StateId>,
+    states: AppendOnly<StateData>,
     /// Per state and byte: a marker, or an index into `results`.
     transitions: TransitionTable,
-    results: ChunkedVec<Transition>,
+    results: AppendOnly<Transition>,
     /// The summary of each of `results`, dense so walks stay in cache.
-    summaries: Vec<TransitionSummary>,
+    summaries: SharedWords,
     /// Remembered walks by start state and trie range (first and end node).
-    walks: FxHashMap<(StateId, u32, u32), std::sync::Arc<PureWalk>>,
-    walk_bytes: usize,
-    /// Per state, the ASCII bytes known to loop on it and known not to (see
-    /// `Matcher::loops_on`).
-    loops: Vec<LoopFacts>,
-    /// Per state, its view as a twin loop with a count, if it has one.
-    counted_views: ChunkedVec<Option<CountedView>>,
-    /// Per state, whether it starts a literal run ([`starts_literal_run`]): walks go
-    /// down such runs without learning a state per character (`matcher/literal_run.rs`).
-    literal_starts: Vec<bool>,
+    walks: RwLock<FxHashMap<(StateId, u32, u32), Arc<PureWalk>>>,
+    walk_bytes: AtomicUsize,
+    /// What interning a state writes under one lock.
+    writer: Mutex<Writer>,
+}
+
+/// The part of the cache written under its lock.
+#[derive(Debug, Default)]
+struct Writer {
+    /// States by their description.
+    index: FxHashMap<Box<[u32]>, StateId>,
     /// The state with no items that cannot end: every byte is dead from it. Made when a
     /// walk first needs it, to stand for the positions inside a literal run.
     dead_end: Option<StateId>,
 }
 
+impl Default for StepCache {
+    fn default() -> StepCache {
+        StepCache {
+            states: AppendOnly::with_capacity(MAX_STATES),
+            transitions: TransitionTable::with_capacity(MAX_STATES),
+            results: AppendOnly::with_capacity(MAX_RESULTS),
+            summaries: SharedWords::with_capacity(MAX_RESULTS, SUMMARIES_PER_CHUNK),
+            walks: RwLock::default(),
+            walk_bytes: AtomicUsize::new(0),
+            writer: Mutex::default(),
+        }
+    }
+}
+
 impl StepCache {
     /// How many states are interned.
+    #[cfg(test)]
     pub(crate) fn state_count(&self) -> usize {
         self.states.len()
     }
 
     /// Bytes of remembered trie walks.
     pub(crate) fn walk_bytes(&self) -> usize {
-        self.walk_bytes
+        self.walk_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Whether the cache is (nearly) full: it interns no more states, or its walks
+    /// take seven eighths of their room.
+    pub(crate) fn is_full(&self) -> bool {
+        !self.states.has_room_for(1) || self.walk_bytes() >= MAX_WALK_BYTES / 8 * 7
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        // The writer's maps stay consistent when a thread panics between its writes (an
+        // index entry is inserted after its state is whole).
+        self.writer
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// The state described by `key`, interning it (with its items) if there is room.
     pub(crate) fn intern(
-        &mut self,
+        &self,
         graph: &GrammarGraph,
         key: &[u32],
         items: &[(NodeId, Partial, u8)],
         accepting: bool,
     ) -> StateId {
-        if let Some(&state) = self.index.get(key) {
+        let mut writer = self.lock_writer();
+        self.intern_locked(&mut writer, graph, key, items, accepting)
+    }
+
+    fn intern_locked(
+        &self,
+        writer: &mut Writer,
+        graph: &GrammarGraph,
+        key: &[u32],
+        items: &[(NodeId, Partial, u8)],
+        accepting: bool,
+    ) -> StateId {
+        if let Some(&state) = writer.index.get(key) {
             return state;
         }
-        if self.states.len() >= MAX_STATES {
+        if !self.states.has_room_for(1) {
             return NO_STATE;
         }
-        if self.loops.len() == self.loops.capacity() {
-            // Room for the states a document learns (see `INITIAL_STATES`), rather than
-            // doubling from one state; the other records are chunked.
-            let room = self.loops.len().max(INITIAL_STATES);
-            self.loops.reserve(room);
-            self.literal_starts.reserve(room);
-            self.index.reserve(room);
+        if writer.index.len() == writer.index.capacity() {
+            // Room for the states a document learns (see `INITIAL_STATES`).
+            writer.index.reserve(writer.index.len().max(INITIAL_STATES));
         }
-        let state = self.states.len() as StateId;
-        self.states.push(StateData {
-            items: items.into(),
-            accepting,
-            ascii_classes: None,
-            takes_non_ascii: false,
-            loop_item_class: widest_loop_item_class(graph, items),
-        });
-        self.index.insert(key.into(), state);
-        self.loops.push(LoopFacts::default());
-        self.literal_starts.push(starts_literal_run(graph, items));
-        self.counted_views.push(None);
         // Bytes no item can take are dead from the start: walks never step to learn them.
         let live = live_bytes(graph, items);
-        self.states[state as usize].takes_non_ascii = live[2] != 0 || live[3] != 0;
-        self.transitions.push_row(&live);
+        let data = StateData {
+            items: items.into(),
+            accepting,
+            ascii_classes: OnceLock::new(),
+            takes_non_ascii: live[2] != 0 || live[3] != 0,
+            loop_item_class: widest_loop_item_class(graph, items),
+            literal_start: starts_literal_run(graph, items),
+            counted_view: OnceLock::new(),
+            counted_view_loops: AtomicU8::new(0),
+            loop_facts: Default::default(),
+        };
+        // States are pushed under the lock alone, so their ids follow one another.
+        let Ok(index) = self.states.push(data) else {
+            return NO_STATE;
+        };
+        let state = index as StateId;
+        self.transitions.write_row(state, &live);
+        writer.index.insert(key.into(), state);
         if let Some(twin) = crate::counted::counted_twin_of(graph, key, items) {
-            let state_twin = self.intern(graph, &twin.key, &twin.items, accepting);
+            let state_twin = self.intern_locked(writer, graph, &twin.key, &twin.items, accepting);
             if state_twin != NO_STATE {
-                self.counted_views[state as usize] = Some(CountedView {
+                let _ = self.states[index].counted_view.set(CountedView {
                     twin: state_twin,
                     remaining: twin.remaining,
                     class: twin.class,
@@ -476,41 +540,50 @@ impl StepCache {
 
     /// Whether there is room for `count` more states.
     pub(crate) fn has_room_for(&self, count: usize) -> bool {
-        self.states.len() + count <= MAX_STATES
+        self.states.has_room_for(count)
     }
 
     /// Whether `state` starts a literal run ([`starts_literal_run`]).
     pub(crate) fn starts_literal_run(&self, state: StateId) -> bool {
-        self.literal_starts[state as usize]
+        self.states[state as usize].literal_start
     }
 
     /// The state with no items that cannot end (every byte dead from it), interned on
     /// first need; `NO_STATE` when the cache is full.
-    pub(crate) fn dead_end(&mut self, graph: &GrammarGraph) -> StateId {
-        if let Some(state) = self.dead_end {
+    pub(crate) fn dead_end(&self, graph: &GrammarGraph) -> StateId {
+        let mut writer = self.lock_writer();
+        if let Some(state) = writer.dead_end {
             return state;
         }
-        let state = self.intern(graph, &EMPTY_STEP_KEY, &[], false);
+        let state = self.intern_locked(&mut writer, graph, &EMPTY_STEP_KEY, &[], false);
         if state != NO_STATE {
-            self.dead_end = Some(state);
+            writer.dead_end = Some(state);
         }
         state
     }
 
     /// The view of `state` as a twin loop with a count, if it has one.
     pub(crate) fn counted_view(&self, state: StateId) -> Option<CountedView> {
-        self.counted_views[state as usize]
+        let data = &self.states[state as usize];
+        let view = data.counted_view.get()?;
+        let loops = match data.counted_view_loops.load(Ordering::Acquire) {
+            0 => None,
+            1 => Some(false),
+            _ => Some(true),
+        };
+        Some(CountedView { loops, ..*view })
     }
 
     /// Records whether the bytes of `state`'s counted view loop on its twin.
-    pub(crate) fn set_counted_view_loops(&mut self, state: StateId, loops: bool) {
-        if let Some(view) = &mut self.counted_views[state as usize] {
-            view.loops = Some(loops);
-        }
+    pub(crate) fn set_counted_view_loops(&self, state: StateId, loops: bool) {
+        self.states[state as usize]
+            .counted_view_loops
+            .store(1 + u8::from(loops), Ordering::Release);
     }
 
     /// The recorded transition from `state` on `byte`: a marker, or an index for
     /// [`StepCache::result`].
+    #[inline]
     pub(crate) fn transition(&self, state: StateId, byte: u8) -> u32 {
         self.transitions.get(state, byte)
     }
@@ -521,13 +594,14 @@ impl StepCache {
     }
 
     /// The summary of a transition found by [`StepCache::transition`].
+    #[inline]
     pub(crate) fn summary(&self, index: u32) -> TransitionSummary {
-        self.summaries[index as usize]
+        TransitionSummary(self.summaries.get(index as usize))
     }
 
     /// Records a marker (`DEAD`, `NOT_CACHEABLE`) for a transition.
     pub(crate) fn record_marker(
-        &mut self,
+        &self,
         graph: &GrammarGraph,
         state: StateId,
         byte: u8,
@@ -539,19 +613,18 @@ impl StepCache {
     /// Sets the transition of `byte` and of every byte not known yet that takes `state`
     /// the same way: ASCII bytes in its class, or bytes past ASCII of the same shape
     /// where which character is written does not matter ([`same_shape_bytes`]).
-    fn set_for_class(&mut self, graph: &GrammarGraph, state: StateId, byte: u8, value: u32) {
-        self.transitions.row_mut(state)[usize::from(byte)] = value;
+    fn set_for_class(&self, graph: &GrammarGraph, state: StateId, byte: u8, value: u32) {
+        self.transitions.set(state, byte, value);
+        let data = &self.states[state as usize];
         if byte >= 0x80 {
-            let items = &self.states[state as usize].items;
-            if let Some(bytes) = same_shape_bytes(graph, items, byte) {
+            if let Some(bytes) = same_shape_bytes(graph, &data.items, byte) {
                 self.transitions.fill_unknown_high(state, bytes, value);
             }
             return;
         }
-        let data = &mut self.states[state as usize];
         let classes = data
             .ascii_classes
-            .get_or_insert_with(|| ascii_classes(graph, &data.items));
+            .get_or_init(|| ascii_classes(graph, &data.items));
         let Some(&class) = classes.iter().find(|&&class| class >> byte & 1 == 1) else {
             return;
         };
@@ -570,75 +643,80 @@ impl StepCache {
                 .find(|class| class >> byte & 1 == 1)
                 .unwrap_or(1 << byte)
         };
-        match &data.ascii_classes {
+        match data.ascii_classes.get() {
             Some(classes) => find(classes),
             None => find(&ascii_classes(graph, &data.items)),
         }
     }
 
-    /// Records a cacheable transition.
+    /// Records a cacheable transition (in full each time once the results are full).
     pub(crate) fn record(
-        &mut self,
+        &self,
         graph: &GrammarGraph,
         state: StateId,
         byte: u8,
         transition: Transition,
     ) {
-        if self.summaries.len() == self.summaries.capacity() {
-            // Two transitions a state, about (see `intern`): 64 KB of summaries.
-            self.summaries
-                .reserve(self.summaries.len().max(INITIAL_STATES * 2));
-        }
-        let index = self.results.len() as u32;
-        let target_counted = self
-            .counted_views
-            .get(transition.target as usize)
-            .is_some_and(Option::is_some);
-        self.summaries.push(TransitionSummary::of(
+        let target = &self.states[transition.target as usize];
+        let summary = TransitionSummary::of(
             &transition,
-            target_counted,
-            self.literal_starts
-                .get(transition.target as usize)
-                .is_some_and(|&starts| starts),
-        ));
-        self.results.push(transition);
-        self.set_for_class(graph, state, byte, index);
+            target.counted_view.get().is_some(),
+            target.literal_start,
+        );
+        let Ok(index) = self.results.push(transition) else {
+            self.set_for_class(graph, state, byte, NEVER_CACHEABLE);
+            return;
+        };
+        // The summary before the entries that lead to it.
+        self.summaries.set(index, summary.0, 0);
+        self.set_for_class(graph, state, byte, index as u32);
     }
 
     /// The remembered walk of the trie nodes `first..end` from `state`.
-    pub(crate) fn walk(
-        &self,
-        state: StateId,
-        first: u32,
-        end: u32,
-    ) -> Option<std::sync::Arc<PureWalk>> {
-        self.walks.get(&(state, first, end)).cloned()
+    pub(crate) fn walk(&self, state: StateId, first: u32, end: u32) -> Option<Arc<PureWalk>> {
+        self.walks
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(&(state, first, end))
+            .cloned()
     }
 
     /// Remembers a walk, while there is room.
-    pub(crate) fn remember_walk(
-        &mut self,
-        state: StateId,
-        first: u32,
-        end: u32,
-        walk: std::sync::Arc<PureWalk>,
-    ) {
+    pub(crate) fn remember_walk(&self, state: StateId, first: u32, end: u32, walk: Arc<PureWalk>) {
         let bytes = walk.bytes();
-        if self.walk_bytes + bytes <= MAX_WALK_BYTES {
-            self.walk_bytes += bytes;
-            self.walks.insert((state, first, end), walk);
+        let mut walks = self
+            .walks
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if self.walk_bytes() + bytes <= MAX_WALK_BYTES
+            && walks.insert((state, first, end), walk).is_none()
+        {
+            self.walk_bytes.fetch_add(bytes, Ordering::Relaxed);
         }
     }
 
     /// What is known of the bytes that take `state` back to itself (see
     /// `Matcher::loops_on`).
     pub(crate) fn loop_bytes(&self, state: StateId) -> LoopFacts {
-        self.loops[state as usize]
+        let words = &self.states[state as usize].loop_facts;
+        let pair = |low: usize| {
+            u128::from(words[low].load(Ordering::Acquire))
+                | u128::from(words[low + 1].load(Ordering::Acquire)) << 64
+        };
+        LoopFacts {
+            loops: pair(0),
+            breaks: pair(2),
+            escaping: pair(4),
+        }
     }
 
-    /// Remembers what is known of the bytes that take `state` back to itself.
-    pub(crate) fn remember_loop_bytes(&mut self, state: StateId, facts: LoopFacts) {
-        self.loops[state as usize] = facts;
+    /// Adds to what is known of the bytes that take `state` back to itself.
+    pub(crate) fn remember_loop_bytes(&self, state: StateId, facts: LoopFacts) {
+        let words = &self.states[state as usize].loop_facts;
+        for (low, value) in [(0, facts.loops), (2, facts.breaks), (4, facts.escaping)] {
+            words[low].fetch_or(value as u64, Ordering::Release);
+            words[low + 1].fetch_or((value >> 64) as u64, Ordering::Release);
+        }
     }
 
     /// A state's items and accepting flag.

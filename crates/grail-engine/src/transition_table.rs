@@ -1,4 +1,5 @@
-//! The step cache's transition table: a row of 256 entries per state, in chunks.
+//! The step cache's transition table: a row of 256 entries per state, in chunks shared
+//! by threads (`shared_chunks.rs`).
 //!
 //! One contiguous table doubled as states were learned, copying every row learned so
 //! far each time (an open object's first key steps learn hundreds of states: the copies
@@ -6,6 +7,9 @@
 //! table's pages are touched by the copy). Chunks of [`CHUNK_STATES`] rows are allocated
 //! as states need them and never move; a lookup costs one more (cached) load.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::shared_chunks::SharedWords;
 use crate::step_cache::{DEAD, StateId, UNKNOWN};
 
 /// States per chunk: a chunk's rows are 64 KB, address space until written. The size of
@@ -16,36 +20,35 @@ use crate::step_cache::{DEAD, StateId, UNKNOWN};
 pub(crate) const CHUNK_STATES: usize = 64;
 
 /// Per state and byte: a marker (`UNKNOWN`, `DEAD`, ...) or an index into the step
-/// cache's results.
-#[derive(Debug, Clone, Default)]
+/// cache's results. Shared by threads: an entry is stored (release) after the result it
+/// names, so a thread that loads it (acquire) finds that result written.
+///
+/// Entries of one (state, byte) may be written more than once, by threads that learned
+/// the same transition at once, or by a walk that learns again a transition a step could
+/// not keep: every value written describes the same transition, so a reader may see any.
+#[derive(Debug)]
 pub(crate) struct TransitionTable {
-    /// Rows of `CHUNK_STATES` states each; every chunk but the last is full.
-    chunks: Vec<Vec<u32>>,
+    words: SharedWords,
 }
 
 impl TransitionTable {
-    /// Appends the row of the next state: `UNKNOWN` for the bytes set in `live`
-    /// (bit per byte), `DEAD` for the rest.
-    pub(crate) fn push_row(&mut self, live: &[u64; 4]) {
-        if self
-            .chunks
-            .last()
-            .is_none_or(|chunk| chunk.len() == CHUNK_STATES * 256)
-        {
-            self.chunks.push(Vec::with_capacity(CHUNK_STATES * 256));
+    /// Room for the rows of `max_states` states.
+    pub(crate) fn with_capacity(max_states: usize) -> TransitionTable {
+        TransitionTable {
+            words: SharedWords::with_capacity(max_states * 256, CHUNK_STATES * 256),
         }
-        let chunk = self.chunks.last_mut().expect("a chunk with room");
-        // A quarter of the row at a time: copied whole where its 64 bytes are all live or
-        // all dead (past ASCII, mostly), else one branchless pass (a loop over the live
-        // bits wrote them one by one, a third of the time of interning a state).
-        for &bits in live {
-            match bits {
-                u64::MAX => chunk.extend_from_slice(&[UNKNOWN; 64]),
-                0 => chunk.extend_from_slice(&[DEAD; 64]),
-                _ => chunk.extend((0..64).map(|bit| match bits >> bit & 1 {
-                    1 => UNKNOWN,
-                    _ => DEAD,
-                })),
+    }
+
+    /// Writes the row of `state` (before it is published): `UNKNOWN` for the bytes set
+    /// in `live` (bit per byte), `DEAD` for the rest (what a new chunk holds).
+    pub(crate) fn write_row(&self, state: StateId, live: &[u64; 4]) {
+        let row = self.row(state);
+        for (quarter, &bits) in row.chunks_exact(64).zip(live) {
+            let mut bits = bits;
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                quarter[bit].store(UNKNOWN, Ordering::Relaxed);
             }
         }
     }
@@ -53,44 +56,42 @@ impl TransitionTable {
     /// The entry of `state` for `byte`.
     #[inline]
     pub(crate) fn get(&self, state: StateId, byte: u8) -> u32 {
-        let state = state as usize;
-        self.chunks[state / CHUNK_STATES][state % CHUNK_STATES * 256 + usize::from(byte)]
+        self.words.get(state as usize * 256 + usize::from(byte))
+    }
+
+    /// Sets the entry of `state` for `byte`.
+    pub(crate) fn set(&self, state: StateId, byte: u8, value: u32) {
+        self.row(state)[usize::from(byte)].store(value, Ordering::Release);
     }
 
     /// Sets the entries of `state` for the ASCII bytes in `bytes` (bit per byte) that are
-    /// still `UNKNOWN` to `value`. Branchless over each half of the ASCII row that has
-    /// such bytes (a loop over the set bits wrote them one by one: a class of a hundred
-    /// bytes cost as much as the rest of recording the transition).
-    pub(crate) fn fill_unknown_ascii(&mut self, state: StateId, bytes: u128, value: u32) {
-        let row = self.row_mut(state);
-        for (half, entries) in row[..128].chunks_exact_mut(64).enumerate() {
-            let bits = (bytes >> (64 * half)) as u64;
-            if bits == 0 {
-                continue;
-            }
-            for (bit, entry) in entries.iter_mut().enumerate() {
-                let takes = bits >> bit & 1 == 1 && *entry == UNKNOWN;
-                *entry = if takes { value } else { *entry };
-            }
-        }
+    /// still `UNKNOWN` to `value`.
+    pub(crate) fn fill_unknown_ascii(&self, state: StateId, bytes: u128, value: u32) {
+        self.fill_unknown(&self.row(state)[..128], bytes, value);
     }
 
     /// Sets the entries of `state` for the bytes past ASCII in `bytes` (bit `byte - 0x80`)
     /// that are still `UNKNOWN` to `value`.
-    pub(crate) fn fill_unknown_high(&mut self, state: StateId, bytes: u128, value: u32) {
-        let row = self.row_mut(state);
-        for (bit, entry) in row[128..].iter_mut().enumerate() {
-            if bytes >> bit & 1 == 1 && *entry == UNKNOWN {
-                *entry = value;
+    pub(crate) fn fill_unknown_high(&self, state: StateId, bytes: u128, value: u32) {
+        self.fill_unknown(&self.row(state)[128..], bytes, value);
+    }
+
+    fn fill_unknown(&self, entries: &[AtomicU32], bytes: u128, value: u32) {
+        let mut bits = bytes;
+        while bits != 0 {
+            let entry = &entries[bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+            // Another thread may write the entry in between: every value written for it
+            // describes the same transition, so either may stay.
+            if entry.load(Ordering::Relaxed) == UNKNOWN {
+                entry.store(value, Ordering::Release);
             }
         }
     }
 
-    /// The row of `state`, to write.
-    pub(crate) fn row_mut(&mut self, state: StateId) -> &mut [u32] {
-        let state = state as usize;
-        let start = state % CHUNK_STATES * 256;
-        &mut self.chunks[state / CHUNK_STATES][start..start + 256]
+    /// The row of `state`.
+    fn row(&self, state: StateId) -> &[AtomicU32] {
+        self.words.slice(state as usize * 256, 256, DEAD)
     }
 }
 
@@ -100,18 +101,17 @@ mod tests {
 
     #[test]
     fn rows_keep_their_entries_across_chunks() {
-        let mut table = TransitionTable::default();
         let states = CHUNK_STATES * 2 + 3;
+        let table = TransitionTable::with_capacity(states);
         for state in 0..states {
             // State k takes the bytes k % 256 and 255 - k % 256.
             let mut live = [0u64; 4];
             for byte in [state % 256, 255 - state % 256] {
                 live[byte / 64] |= 1 << (byte % 64);
             }
-            table.push_row(&live);
-            table.row_mut(state as StateId)[state % 256] = state as u32;
+            table.write_row(state as StateId, &live);
+            table.set(state as StateId, (state % 256) as u8, state as u32);
         }
-        assert_eq!(table.chunks.len(), 3);
         for state in 0..states {
             let id = state as StateId;
             let own = (state % 256) as u8;
@@ -125,5 +125,13 @@ mod tests {
                 assert_eq!(table.get(id, other), DEAD);
             }
         }
+        // Filling a class sets its unknown entries only (state 0 knows byte 0, and
+        // byte 255 is unknown).
+        table.fill_unknown_ascii(0, 1 | 1 << 7, 42);
+        table.fill_unknown_high(0, 1 | 1 << 127, 42);
+        assert_eq!(
+            [0, 7, 128, 255].map(|byte| table.get(0, byte)),
+            [0, DEAD, DEAD, 42]
+        );
     }
 }

@@ -57,6 +57,25 @@ impl WalkBufferPool {
         buffers
     }
 
+    /// Bytes of the heap buffers kept.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use crate::matcher::vec_bytes;
+        self.0
+            .iter()
+            .map(|buffers| {
+                size_of::<WalkBuffers>()
+                    + vec_bytes(&buffers.path)
+                    + vec_bytes(&buffers.frontier_nodes)
+                    + vec_bytes(&buffers.escape_keys)
+                    + vec_bytes(&buffers.escape_nodes)
+                    + vec_bytes(&buffers.frames)
+                    + vec_bytes(&buffers.other_frames)
+                    + vec_bytes(&buffers.ranges)
+                    + buffers.bulk_odds.capacity() * (size_of::<(StateId, BulkOdds)>() + 1)
+            })
+            .sum()
+    }
+
     /// Returns buffers taken with [`WalkBufferPool::take`].
     pub(crate) fn give_back(&mut self, buffers: WalkBuffers) {
         self.0.push(buffers);

@@ -50,7 +50,7 @@ impl Matcher {
                 }
             }
         }
-        self.step_cache_mut().remember_loop_bytes(state, facts);
+        self.step_cache().remember_loop_bytes(state, facts);
         all_loop
     }
 

@@ -12,8 +12,6 @@
 //! general way would learn it (the same key, so the same state); the walk goes on from
 //! there along the table.
 
-use std::sync::Arc;
-
 use grail_vocab::TokenTrie;
 
 use crate::compile::Node;
@@ -92,7 +90,7 @@ impl Matcher {
         // `at` is below `position`: a run start's first character goes on with the run.
         debug_assert!(at > position, "a literal run starts with two characters");
         move_single_item(&mut self.scratch, node);
-        let cache = Arc::make_mut(&mut self.cache);
+        let cache = &*self.cache;
         let last = cache.intern(graph, &self.scratch.key, &self.scratch.state_items, false);
         let dead_end = cache.dead_end(graph);
         if last == NO_STATE || dead_end == NO_STATE {

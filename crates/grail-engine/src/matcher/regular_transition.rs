@@ -10,8 +10,6 @@
 //! A tail jump (`elide_tail_calls`) stays a jump here only where `close_step` keeps it
 //! one: no call is made, so only a second frame jumping to the same rule changes it.
 
-use std::sync::Arc;
-
 use crate::compile::{GrammarGraph, Node};
 use crate::matcher::{Item, Matcher, add};
 use crate::step_cache::{NEVER_CACHEABLE, NO_STATE, StateId};
@@ -89,7 +87,7 @@ impl Matcher {
         items.sort_unstable_by_key(|item: &Item| (item.node, item.partial.to_bits(), item.frame));
         let described = describe_step(&items, false, &self.frames, &self.links, scratch);
         scratch.regular_items = items;
-        let cache = Arc::make_mut(&mut self.cache);
+        let cache = &*self.cache;
         let target = if described {
             cache.intern(graph, &scratch.key, &scratch.state_items, false)
         } else {
