@@ -79,6 +79,11 @@ pub struct BenchArgs {
     /// the batch's time per step; every row is checked against a lone matcher's mask.
     #[arg(long, requires = "sequences")]
     pub threads: Option<usize>,
+    /// With --sequences: each sequence keeps history to roll back this many tokens
+    /// (`Matcher::set_token_history_limit`), as a server that rolls back at most a draft
+    /// does; without it, each keeps its whole history.
+    #[arg(long, requires = "sequences")]
+    pub rollback_tokens: Option<usize>,
     /// The grammar of a JSON Schema instead of a GBNF file.
     #[command(flatten, next_help_heading = "JSON Schema (instead of a GBNF grammar)")]
     pub schema: SchemaSource,
@@ -330,8 +335,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let sequences = if args.sequences > 0 {
         match args.threads {
-            None => run_sequences(&grammar, &index, &ids, args.sequences),
-            Some(threads) => run_batch(&grammar, &index, &ids, args.sequences, threads)?,
+            None => run_sequences(&grammar, &index, &ids, args.sequences, args.rollback_tokens),
+            Some(threads) => run_batch(
+                &grammar,
+                &index,
+                &ids,
+                args.sequences,
+                threads,
+                args.rollback_tokens,
+            )?,
         }
     } else {
         Value::Null
@@ -412,9 +424,11 @@ fn run_sequences(
     index: &Arc<VocabularyIndex>,
     ids: &[u32],
     count: usize,
+    rollback_tokens: Option<usize>,
 ) -> Value {
     let rss_before = status_kib("VmRSS");
-    let template = Matcher::with_vocabulary(grammar, index.clone());
+    let mut template = Matcher::with_vocabulary(grammar, index.clone());
+    template.set_token_history_limit(rollback_tokens);
     let mut matchers: Vec<Matcher> = (0..count).map(|_| template.fork()).collect();
     let mut mask = TokenBitmask::new(index.vocabulary().len());
     let mut mask_us = Vec::with_capacity(ids.len() * count);
@@ -430,10 +444,12 @@ fn run_sequences(
     let rss_delta = status_kib("VmRSS") - rss_before;
     json!({
         "count": count,
+        "rollback_tokens": rollback_tokens,
         "ok": ok,
         "mask": summarize(&mask_us),
         "rss_delta_kib": rss_delta,
         "kib_per_sequence": rss_delta / count as i64,
+        "own_kib": own_kib(&matchers),
     })
 }
 
@@ -446,13 +462,15 @@ fn run_batch(
     ids: &[u32],
     count: usize,
     threads: usize,
+    rollback_tokens: Option<usize>,
 ) -> anyhow::Result<Value> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()
         .context("cannot start the batch's threads")?;
     let rss_before = status_kib("VmRSS");
-    let template = Matcher::with_vocabulary(grammar, index.clone());
+    let mut template = Matcher::with_vocabulary(grammar, index.clone());
+    template.set_token_history_limit(rollback_tokens);
     let mut lone = template.fork();
     let mut matchers: Vec<Matcher> = (0..count).map(|_| template.fork()).collect();
     let row_words = index.vocabulary().len().div_ceil(32);
@@ -479,6 +497,7 @@ fn run_batch(
     let total_ms: f64 = step_ms.iter().sum();
     Ok(json!({
         "count": count,
+        "rollback_tokens": rollback_tokens,
         "threads": threads,
         "ok": ok,
         "masks_equal_lone": equal,
@@ -486,7 +505,22 @@ fn run_batch(
         "batch_total_ms": (total_ms * 100.0).round() / 100.0,
         "rss_delta_kib": rss_delta,
         "kib_per_sequence": rss_delta / count as i64,
+        "own_kib": own_kib(&matchers),
     }))
+}
+
+/// The memory each sequence holds of its own at the end ([`Matcher::own_bytes`]), in
+/// KiB: the mean and the largest.
+fn own_kib(matchers: &[Matcher]) -> Value {
+    let own: Vec<f64> = matchers
+        .iter()
+        .map(|matcher| matcher.own_bytes() as f64 / 1024.0)
+        .collect();
+    let round = |kib: f64| (kib * 10.0).round() / 10.0;
+    json!({
+        "mean": round(own.iter().sum::<f64>() / own.len().max(1) as f64),
+        "max": round(own.iter().copied().fold(0.0, f64::max)),
+    })
 }
 
 fn print_human(result: &Value) {
@@ -527,7 +561,7 @@ fn print_human(result: &Value) {
     let sequences = &result["sequences"];
     if !sequences["threads"].is_null() {
         println!(
-            "{} sequences, masks in one batch on {} threads: {}{}  batch per step: median {} µs  p99 {}  |  total {} ms  |  +{} KiB ({} KiB each)",
+            "{} sequences, masks in one batch on {} threads: {}{}  batch per step: median {} µs  p99 {}  |  total {} ms  |  +{} KiB ({} KiB each)  |  own {} KiB each, at most {}",
             sequences["count"],
             sequences["threads"],
             if sequences["ok"] == true {
@@ -544,11 +578,13 @@ fn print_human(result: &Value) {
             sequences["batch_ms"]["p99_us"],
             sequences["batch_total_ms"],
             sequences["rss_delta_kib"],
-            sequences["kib_per_sequence"]
+            sequences["kib_per_sequence"],
+            sequences["own_kib"]["mean"],
+            sequences["own_kib"]["max"]
         );
     } else if !sequences.is_null() {
         println!(
-            "{} sequences at once: {}  mask median {} µs  p99 {}  max {}  |  +{} KiB ({} KiB each)",
+            "{} sequences at once: {}  mask median {} µs  p99 {}  max {}  |  +{} KiB ({} KiB each)  |  own {} KiB each, at most {}",
             sequences["count"],
             if sequences["ok"] == true {
                 "ok"
@@ -559,7 +595,9 @@ fn print_human(result: &Value) {
             sequences["mask"]["p99_us"],
             sequences["mask"]["max_us"],
             sequences["rss_delta_kib"],
-            sequences["kib_per_sequence"]
+            sequences["kib_per_sequence"],
+            sequences["own_kib"]["mean"],
+            sequences["own_kib"]["max"]
         );
     }
     println!(
