@@ -21,47 +21,28 @@
 //! ```
 #![warn(missing_docs)]
 
-mod batch;
+mod automaton;
 mod compile;
-mod counted;
 mod error;
-mod inline;
-mod item_set;
-mod jump_forward;
-mod learned;
+mod graph;
 mod limits;
-mod loop_items;
-mod mask;
-mod mask_cache;
-mod matcher;
-mod next;
+mod parse;
 mod prefault;
-mod prepare;
-mod pure_walk;
-mod sample;
-mod shared_chunks;
-mod speculative;
-mod step_cache;
-mod step_description;
-#[cfg(test)]
-mod test_support;
-mod transition_table;
-mod utf8;
-mod walk_buffers;
-mod walk_escapes;
-mod walk_loops;
+mod tokens;
 
-pub use batch::fill_masks;
-pub use compile::{CompileOptions, CompiledGrammar, TokenResolver, TokenSet};
+pub use automaton::grammar::CompiledGrammar;
+pub use compile::{CompileOptions, TokenResolver};
 pub use error::{AcceptError, CompileError, DraftRefused, LimitExceeded};
 pub use grail_grammar::ScalarSet;
 pub use grail_vocab::{TokenBitmask, VocabularyIndex};
-pub use jump_forward::{JumpForward, JumpForwardError};
+pub use graph::TokenSet;
 pub use limits::EngineLimits;
-pub use matcher::Matcher;
-pub use next::{NextCharacters, NextRule};
+pub use parse::next::{NextCharacters, NextRule};
+pub use parse::sample::{Sampler, Segment};
 pub use prefault::{
     DEFAULT_PREFAULT_BYTES, PREFAULT_ENV, prefault_bytes_setting, prefault_heap, prepare_heap,
     prepare_heap_once,
 };
-pub use sample::{Sampler, Segment};
+pub use tokens::batch::fill_masks;
+pub use tokens::jump_forward::{JumpForward, JumpForwardError};
+pub use tokens::matcher::Matcher;

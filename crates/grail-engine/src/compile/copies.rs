@@ -12,8 +12,9 @@
 
 use std::ops::Range;
 
-use super::{GraphBuilder, Node, NodeId};
+use super::GraphBuilder;
 use crate::error::CompileError;
+use crate::graph::{Node, NodeId};
 
 /// A compiled copy that later copies are relocated from.
 #[derive(Debug, Clone)]

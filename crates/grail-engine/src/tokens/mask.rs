@@ -15,13 +15,15 @@ use std::sync::Arc;
 
 use grail_vocab::{TokenBitmask, VocabularyIndex, clear_from, ids_of, set_ids};
 
-use crate::compile::{CompiledGrammar, Node};
-use crate::counted::{TooLong, TwinPlan};
+use crate::automaton::grammar::CompiledGrammar;
+use crate::automaton::mask_cache::MAX_KEY_WORDS;
+use crate::automaton::step_cache::StateId;
 use crate::error::AcceptError;
-use crate::mask_cache::MAX_KEY_WORDS;
-use crate::matcher::{Item, Matcher};
-use crate::pure_walk::TrieRange;
-use crate::step_cache::StateId;
+use crate::graph::Node;
+use crate::graph::records::Item;
+use crate::tokens::matcher::Matcher;
+use crate::tokens::pure_walk::TrieRange;
+use crate::tokens::twin::{TooLong, TwinPlan};
 
 /// Trie ranges at least this big (or a sixteenth of the trie, in small vocabularies) are
 /// walked through remembered walks (smaller ones cost less to walk than to remember).
@@ -63,13 +65,13 @@ impl Matcher {
         if id as usize >= vocabulary.len() {
             return Err(AcceptError::Rejected { consumed: 0 });
         }
-        let start = self.absolute_step_count();
-        let matched = self.accept_token_piece(id, vocabulary.text(id));
+        let start = self.parser.absolute_step_count();
+        let matched = self.parser.accept_token_piece(id, vocabulary.text(id));
         let result = match matched {
             Err(AcceptError::Rejected { .. })
-                if vocabulary.is_end_of_generation(id) && self.is_accepting() =>
+                if vocabulary.is_end_of_generation(id) && self.parser.is_accepting() =>
             {
-                self.end_generation();
+                self.parser.end_generation();
                 Ok(())
             }
             other => other,
@@ -91,8 +93,9 @@ impl Matcher {
             return false;
         }
         let start = self.token_starts[self.token_starts.len() - tokens];
-        let keep = start - self.steps_dropped;
-        self.rollback(self.history_len() + 1 - keep as usize)
+        let keep = start - self.parser.steps_dropped();
+        self.parser
+            .rollback(self.parser.history_len() + 1 - keep as usize)
     }
 
     /// True when token `id` may come next (cheaper than a full mask: check the sampled
@@ -106,19 +109,19 @@ impl Matcher {
         if self.token_element_allows(id) {
             return true;
         }
-        if vocabulary.is_end_of_generation(id) && self.is_accepting() {
+        if vocabulary.is_end_of_generation(id) && self.parser.is_accepting() {
             return true;
         }
         let Some(text) = vocabulary.text(id) else {
             return false;
         };
         if text.is_empty() {
-            return self.is_viable();
+            return self.parser.is_viable();
         }
         let mut stepped = 0;
         let mut alive = true;
         for &byte in text {
-            match self.step_byte(byte) {
+            match self.parser.step_byte(byte) {
                 Ok(true) => stepped += 1,
                 _ => {
                     alive = false;
@@ -126,7 +129,7 @@ impl Matcher {
                 }
             }
         }
-        self.rollback(stepped);
+        self.parser.rollback(stepped);
         alive
     }
 
@@ -199,10 +202,10 @@ impl Matcher {
             "the mask is smaller than the vocabulary"
         );
         let plan = self.twin_plan(&index);
-        let (mut key, mut slots) = self.take_key_buffers();
+        let (mut key, mut slots) = self.parser.take_key_buffers();
         let described = self.mask_cache_key(plan.as_ref(), &mut key, &mut slots);
         let served = described && self.cached_mask(&key, words);
-        self.give_back_key_buffers((key, slots));
+        self.parser.give_back_key_buffers((key, slots));
         served
     }
 
@@ -222,41 +225,44 @@ impl Matcher {
                 items,
                 too_long: None,
             }) => {
-                let accepting = self.is_accepting();
-                self.state_key_of(items, accepting, key, slots, MAX_KEY_WORDS)
+                let accepting = self.parser.is_accepting();
+                self.parser
+                    .state_key_of(items, accepting, key, slots, MAX_KEY_WORDS)
             }
-            _ => self.state_key(key, slots, MAX_KEY_WORDS),
+            _ => self.parser.state_key(key, slots, MAX_KEY_WORDS),
         }
     }
 
     /// The mask of a step holding `items` (the current ones moved to a twin loop, the
     /// accepting flag kept): cached by that step's state, computed on a pushed step.
     fn fill_twin_mask(&mut self, index: &VocabularyIndex, items: &[Item], mask: &mut [u32]) {
-        let accepting = self.is_accepting();
-        let (mut key, mut slots) = self.take_key_buffers();
-        let cacheable = self.state_key_of(items, accepting, &mut key, &mut slots, MAX_KEY_WORDS);
+        let accepting = self.parser.is_accepting();
+        let (mut key, mut slots) = self.parser.take_key_buffers();
+        let cacheable =
+            self.parser
+                .state_key_of(items, accepting, &mut key, &mut slots, MAX_KEY_WORDS);
         if !(cacheable && self.cached_mask(&key, mask)) {
-            self.push_items_step_accepting(items, accepting);
+            self.parser.push_items_step_accepting(items, accepting);
             self.compute_mask(index, mask);
-            self.rollback(1);
+            self.parser.rollback(1);
             if cacheable {
                 self.remember_mask(&key, mask);
             }
         }
-        self.give_back_key_buffers((key, slots));
+        self.parser.give_back_key_buffers((key, slots));
     }
 
     /// [`Matcher::fill_mask`] from the current step as it is.
     fn fill_mask_here(&mut self, index: &VocabularyIndex, mask: &mut [u32]) {
-        let (mut key, mut slots) = self.take_key_buffers();
-        let cacheable = self.state_key(&mut key, &mut slots, MAX_KEY_WORDS);
+        let (mut key, mut slots) = self.parser.take_key_buffers();
+        let cacheable = self.parser.state_key(&mut key, &mut slots, MAX_KEY_WORDS);
         if !(cacheable && self.cached_mask(&key, mask)) {
             self.compute_mask(index, mask);
             if cacheable {
                 self.remember_mask(&key, mask);
             }
         }
-        self.give_back_key_buffers((key, slots));
+        self.parser.give_back_key_buffers((key, slots));
     }
 
     /// Copies the mask cached for state `key` into `mask`; false when there is none.
@@ -276,7 +282,7 @@ impl Matcher {
 
     /// Caches `mask` as the mask of state `key` (within the cache's byte limit).
     fn remember_mask(&self, key: &[u32], mask: &[u32]) {
-        let max_bytes = self.graph().limits.max_mask_cache_bytes;
+        let max_bytes = self.parser.graph().limits.max_mask_cache_bytes;
         let mut cache = self
             .mask_cache
             .write()
@@ -289,18 +295,19 @@ impl Matcher {
         let vocabulary = index.vocabulary();
         mask.fill(0);
         self.fill_token_elements(mask, vocabulary.len() as u32);
-        if self.is_accepting() {
+        if self.parser.is_accepting() {
             set_ids(mask, vocabulary.end_of_generation());
         }
-        let graph = self.graph();
+        let graph = self.parser.graph();
         let has_text_items = self
+            .parser
             .current_items()
             .iter()
             .any(|item| !matches!(graph.nodes[item.node as usize], Node::Token { .. }));
         if has_text_items {
             self.walk_subtree(index, mask, TrieRange::all(index.trie()));
         }
-        if self.is_viable() {
+        if self.parser.is_viable() {
             set_ids(mask, index.empty_text_ids());
         }
     }
@@ -331,7 +338,7 @@ impl Matcher {
     ) {
         let min = remembered_walk_min(index);
         let mut buffers = self.walk_buffers.take();
-        let state = self.current_state(&mut buffers.frames);
+        let state = self.parser.current_state(&mut buffers.frames);
         let small: &[TrieRange] = match state {
             Some(_) if ranges.iter().all(|range| range.len() < min) => ranges,
             _ => {
@@ -357,20 +364,20 @@ impl Matcher {
 
     fn walk_subtree_here(&mut self, index: &VocabularyIndex, words: &mut [u32], range: TrieRange) {
         if range.len() >= remembered_walk_min(index)
-            && let Some(parts) = self.items_by_frame()
+            && let Some(parts) = self.parser.items_by_frame()
         {
             // Walked apart, each rule call's items make a state that does not depend on
             // the caller, so its (big) walk is remembered once for every place that
             // calls the rule.
             for part in parts {
-                self.push_items_step(&part);
+                self.parser.push_items_step(&part);
                 self.walk_subtree(index, words, range);
-                self.rollback(1);
+                self.parser.rollback(1);
             }
             return;
         }
         let mut frames = Vec::new();
-        if let Some(state) = self.current_state(&mut frames) {
+        if let Some(state) = self.parser.current_state(&mut frames) {
             self.walk_from_cached(index, words, state, &frames, range);
             return;
         }
@@ -382,13 +389,13 @@ impl Matcher {
             let node = &nodes[position];
             // Climb back to this node's parent.
             if depth >= node.depth {
-                self.rollback((depth - node.depth + 1) as usize);
+                self.parser.rollback((depth - node.depth + 1) as usize);
                 depth = node.depth - 1;
             }
-            if matches!(self.step_byte(node.byte), Ok(true)) {
+            if matches!(self.parser.step_byte(node.byte), Ok(true)) {
                 depth += 1;
                 set_ids(words, trie.tokens_at(node));
-                if let Some(state) = self.current_state(&mut frames) {
+                if let Some(state) = self.parser.current_state(&mut frames) {
                     // Cached from here on: walk this node's subtree along the table.
                     let below = TrieRange::below(trie, position);
                     self.walk_from_cached(index, words, state, &frames, below);
@@ -400,7 +407,7 @@ impl Matcher {
                 position += node.subtree_len as usize;
             }
         }
-        self.rollback((depth - range.base_depth) as usize);
+        self.parser.rollback((depth - range.base_depth) as usize);
     }
 
     /// Walks `range` from the cached `state` (its slots standing for `frames`): big ranges
@@ -423,9 +430,9 @@ impl Matcher {
 
     /// Sets the tokens the current token elements accept by id.
     fn fill_token_elements(&self, mask: &mut [u32], vocabulary_len: u32) {
-        let graph = self.graph();
+        let graph = self.parser.graph();
         let mut excluded_by_every_negation: Option<Vec<u32>> = None;
-        for item in self.current_items() {
+        for item in self.parser.current_items() {
             if !item.partial.is_none() {
                 continue;
             }
@@ -460,8 +467,8 @@ impl Matcher {
 
     /// True when a current token element accepts `id`.
     fn token_element_allows(&self, id: u32) -> bool {
-        let graph = self.graph();
-        self.current_items().iter().any(|item| {
+        let graph = self.parser.graph();
+        self.parser.current_items().iter().any(|item| {
             item.partial.is_none()
                 && matches!(graph.nodes[item.node as usize], Node::Token { set, .. }
                     if graph.token_sets[set as usize].matches(id))

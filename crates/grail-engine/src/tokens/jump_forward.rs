@@ -20,8 +20,8 @@
 use grail_vocab::{TokenTrie, TrieNode, Vocabulary, VocabularyIndex};
 
 use crate::error::AcceptError;
-use crate::matcher::Matcher;
-use crate::next::NextRule;
+use crate::parse::next::NextRule;
+use crate::tokens::matcher::Matcher;
 
 /// Trie nodes visited at most when looking for a token that runs past the forced bytes
 /// from one position; past it the position counts as one where such a token may start
@@ -235,7 +235,7 @@ fn forced_byte(matcher: &Matcher) -> Option<u8> {
     // UTF-8 keeps code point order, so every allowed character's encoding lies between
     // these two: where they agree on the next byte (and on its length), all do. Inside a
     // character, the allowed characters are those that complete it.
-    let seen = matcher.input_partial().bytes_seen();
+    let seen = matcher.parser.input_partial().bytes_seen();
     (low.len() == high.len() && seen < low.len() && low[seen] == high[seen]).then(|| low[seen])
 }
 

@@ -16,57 +16,25 @@
 
 use std::sync::Arc;
 
-use grail_vocab::VocabularyIndex;
-
-use crate::compile::{CompiledGrammar, GrammarGraph, NO_CARRIER, Node, NodeId};
-use crate::error::{AcceptError, LimitExceeded};
-use crate::item_set::ItemSet;
-use crate::learned::SharedMasks;
-use crate::step_cache::{
+use crate::automaton::grammar::CompiledGrammar;
+use crate::automaton::step_cache::{
     DEAD, NEVER_CACHEABLE, NO_STATE, NOT_CACHEABLE, StateId, StepCache, UNKNOWN,
 };
-use crate::step_description::{
-    describe_step, frames_in_order, own_renewal_slots, renewal_slots, transition_template,
+use crate::error::{AcceptError, LimitExceeded};
+use crate::graph::records::{Frame, Item, Link, NO_LINK};
+use crate::graph::utf8::{Partial, Step};
+use crate::graph::{
+    GrammarGraph, NO_CARRIER, Node, NodeId, edge_contains, edge_intersects, edge_matches,
 };
-use crate::utf8::{Partial, Step};
-use crate::walk_buffers::WalkBufferPool;
+use crate::parse::item_set::ItemSet;
+use crate::parse::step_description::{
+    describe_step, frames_in_order, move_single_item, own_renewal_slots, renewal_slots,
+    transition_template,
+};
 
-pub(crate) mod literal_run;
 mod memory;
 pub(crate) use memory::vec_bytes;
 mod regular_transition;
-
-/// No link: the end of a frame's caller list.
-pub(crate) const NO_LINK: u32 = u32::MAX;
-
-/// A position in the grammar: a consuming node inside one rule call, with the bytes of
-/// a character begun so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Item {
-    pub(crate) node: NodeId,
-    pub(crate) frame: u32,
-    pub(crate) partial: Partial,
-}
-
-/// One call of a rule at one input position.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Frame {
-    /// The newest caller link, or [`NO_LINK`].
-    pub(crate) callers: u32,
-    /// The rule already returned at this frame's own step (it matched empty there), so a
-    /// caller added later in the same step continues at once.
-    pub(crate) completed: bool,
-    /// The frame of the start rule: returning from it means the grammar may end.
-    pub(crate) is_root: bool,
-}
-
-/// A caller of a frame: where to continue, in which frame, and the next older caller.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Link {
-    pub(crate) next: NodeId,
-    pub(crate) frame: u32,
-    pub(crate) older: u32,
-}
 
 /// The record of one step: where its items are and how big the arenas were after it.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +86,7 @@ pub(crate) struct Scratch {
     mask_key: Vec<u32>,
     mask_key_slots: Vec<u32>,
     /// Learning a walk's transition: returns to callers outside the source step's frames
-    /// are left out and noted in `escaped` (see `Matcher::learn_inner_transition`).
+    /// are left out and noted in `escaped` (see `Parser::learn_inner_transition`).
     inner_only: bool,
     /// The source slots whose frames returned to callers outside (bit per slot).
     escaped: u64,
@@ -131,103 +99,57 @@ impl Scratch {
     }
 }
 
-/// An incremental matcher over a [`CompiledGrammar`]: feed it text, bytes or tokens, ask
-/// whether the input so far can end or continue and what may come next, roll back, fork.
+/// The byte-level parser over a [`CompiledGrammar`]: its parse state and history, the
+/// learned store's automaton it steps through, and its working buffers. The token layer
+/// ([`crate::Matcher`]) holds one and adds the vocabulary and what masks need.
 ///
-/// Cloning (see [`Matcher::fork`]) copies the state, so a clone evolves independently.
+/// Cloning copies the state, so a clone evolves independently (and shares the learned
+/// store).
 #[derive(Debug, Clone)]
-pub struct Matcher {
+pub(crate) struct Parser {
     grammar: CompiledGrammar,
     frames: Vec<Frame>,
     links: Vec<Link>,
     items: Vec<Item>,
     steps: Vec<StepRecord>,
     history_limit: Option<usize>,
-    /// The most tokens kept for [`Matcher::rollback_tokens`], when limited.
-    token_history_limit: Option<usize>,
     scratch: Scratch,
     cache: Arc<StepCache>,
-    /// The vocabulary tokens are taken from, for masks and `accept_token`.
-    pub(crate) vocabulary: Option<Arc<VocabularyIndex>>,
-    /// For each accepted token still in the history, the absolute number of the step
-    /// before it (steps dropped by the history limit included).
-    pub(crate) token_starts: Vec<u64>,
     /// Steps dropped from the front of the history so far.
-    pub(crate) steps_dropped: u64,
-    /// Token masks by parse state, shared by the grammar's matchers.
-    pub(crate) mask_cache: SharedMasks,
-    /// Buffers of token-trie walks, reused.
-    pub(crate) walk_buffers: WalkBufferPool,
-    /// For each copy of a bounded repetition with a twin, how many copies must remain
-    /// for masks to read it as the twin (with this vocabulary; see `counted.rs`). Computed
-    /// on first need, shared with forks.
-    pub(crate) twin_bounds: Option<Arc<[u32]>>,
+    steps_dropped: u64,
 }
 
-impl Matcher {
-    /// A matcher at the start of the grammar, keeping its whole history for rollback.
-    /// It shares what the grammar's matchers learn (parse states, transitions, masks)
-    /// with every other matcher of the grammar, on any thread.
-    pub fn new(grammar: &CompiledGrammar) -> Matcher {
-        Matcher::starting(grammar, None)
-    }
-
-    /// A matcher at the start of `grammar`, with `vocabulary` for tokens and masks,
-    /// sharing what the matchers of `grammar` with it learn.
-    pub(crate) fn starting(
-        grammar: &CompiledGrammar,
-        vocabulary: Option<Arc<VocabularyIndex>>,
-    ) -> Matcher {
-        let inheritance = grammar.inner.learned.inherit(vocabulary.as_ref());
-        let mut matcher = Matcher {
+impl Parser {
+    /// A parser at the start of `grammar`, stepping through `cache` (the learned store's
+    /// automaton for its vocabulary).
+    pub(crate) fn new(grammar: &CompiledGrammar, cache: Arc<StepCache>) -> Parser {
+        let mut parser = Parser {
             grammar: grammar.clone(),
             frames: Vec::new(),
             links: Vec::new(),
             items: Vec::new(),
             steps: Vec::new(),
             history_limit: None,
-            token_history_limit: None,
-            cache: inheritance.step_cache,
-            vocabulary,
-            token_starts: Vec::new(),
+            cache,
             steps_dropped: 0,
-            mask_cache: inheritance.mask_cache,
-            walk_buffers: WalkBufferPool::default(),
-            twin_bounds: inheritance.twin_bounds,
             scratch: Scratch {
                 rule_calls: vec![(0, 0); grammar.inner.rules.len()],
                 tail_jumps: Vec::new(),
                 ..Scratch::default()
             },
         };
-        matcher.start();
-        matcher
+        parser.start();
+        parser
     }
 
-    /// Keeps at most `steps` steps of history for [`Matcher::rollback`] (`None`: all).
+    /// Keeps at most `steps` steps of history for [`Parser::rollback`] (`None`: all).
     /// With a limit, memory stays proportional to the live parse, not to the input.
     pub fn set_history_limit(&mut self, steps: Option<usize>) {
         self.history_limit = steps;
         self.trim_history();
     }
 
-    /// Keeps history enough to roll back the last `tokens` tokens
-    /// ([`Matcher::rollback_tokens`]) and drops older steps, in batches (`None`: all). A
-    /// server or an inference engine that rolls back at most a draft's tokens keeps each
-    /// sequence's memory to its live parse, whatever the length of the text. With
-    /// [`Matcher::set_history_limit`] too, each limit drops what it would alone.
-    pub fn set_token_history_limit(&mut self, tokens: Option<usize>) {
-        self.token_history_limit = tokens;
-        self.trim_token_history();
-    }
-
-    /// The most tokens kept for rollback, when limited (see
-    /// [`Matcher::set_token_history_limit`]).
-    pub fn token_history_limit(&self) -> Option<usize> {
-        self.token_history_limit
-    }
-
-    /// The most steps kept for rollback, when limited (see [`Matcher::set_history_limit`]).
+    /// The most steps kept for rollback, when limited (see [`Parser::set_history_limit`]).
     pub fn history_limit(&self) -> Option<usize> {
         self.history_limit
     }
@@ -267,7 +189,6 @@ impl Matcher {
         self.links.clear();
         self.items.clear();
         self.steps.clear();
-        self.token_starts.clear();
         self.steps_dropped = 0;
         self.scratch.kernel.clear();
         self.start();
@@ -275,7 +196,7 @@ impl Matcher {
 
     /// A copy that evolves independently (for beam search and speculative decoding).
     /// Costs a copy of the state, which is bounded by the history limit.
-    pub fn fork(&self) -> Matcher {
+    pub fn fork(&self) -> Parser {
         self.clone()
     }
 
@@ -318,14 +239,6 @@ impl Matcher {
             return false;
         }
         self.steps.truncate(self.steps.len() - steps);
-        let absolute = self.steps_dropped + self.steps.len() as u64;
-        while self
-            .token_starts
-            .last()
-            .is_some_and(|&start| start >= absolute)
-        {
-            self.token_starts.pop();
-        }
         let current = *self.current();
         self.items.truncate(current.items_end as usize);
         self.frames.truncate(current.frames_len as usize);
@@ -337,11 +250,6 @@ impl Matcher {
     pub fn accept_char(&mut self, character: char) -> Result<(), AcceptError> {
         let mut buffer = [0; 4];
         self.accept_bytes(character.encode_utf8(&mut buffer).as_bytes())
-    }
-
-    /// Accepts text.
-    pub fn accept_str(&mut self, text: &str) -> Result<(), AcceptError> {
-        self.accept_bytes(text.as_bytes())
     }
 
     /// Accepts bytes one at a time. On rejection the matcher stays after the longest
@@ -536,6 +444,11 @@ impl Matcher {
     }
 
     /// Steps taken since the start, dropped ones included.
+    pub(crate) fn steps_dropped(&self) -> u64 {
+        self.steps_dropped
+    }
+
+    /// The number of steps taken since the start, dropped ones included.
     pub(crate) fn absolute_step_count(&self) -> u64 {
         self.steps_dropped + self.steps.len() as u64
     }
@@ -559,7 +472,7 @@ impl Matcher {
         )
     }
 
-    /// The buffers a mask's state key is built in (see [`Matcher::give_back_key_buffers`]).
+    /// The buffers a mask's state key is built in (see [`Parser::give_back_key_buffers`]).
     pub(crate) fn take_key_buffers(&mut self) -> (Vec<u32>, Vec<u32>) {
         (
             std::mem::take(&mut self.scratch.mask_key),
@@ -567,13 +480,13 @@ impl Matcher {
         )
     }
 
-    /// Keeps the buffers [`Matcher::take_key_buffers`] gave, for the next mask.
+    /// Keeps the buffers [`Parser::take_key_buffers`] gave, for the next mask.
     pub(crate) fn give_back_key_buffers(&mut self, (key, slots): (Vec<u32>, Vec<u32>)) {
         self.scratch.mask_key = key;
         self.scratch.mask_key_slots = slots;
     }
 
-    /// [`Matcher::state_key`] of a step that would hold `items` (with the current
+    /// [`Parser::state_key`] of a step that would hold `items` (with the current
     /// frames), accepting or not.
     pub(crate) fn state_key_of(
         &self,
@@ -634,12 +547,43 @@ impl Matcher {
         &self.cache
     }
 
-    /// Keeps `twin_bounds` (worked out by this matcher) for the grammar's later matchers.
-    pub(crate) fn share_twin_bounds(&self, twin_bounds: &Arc<[u32]>) {
-        self.grammar
-            .inner
-            .learned
-            .hand_back_twin_bounds(self.vocabulary.as_ref(), twin_bounds);
+    /// Describes the state of the one item of `start` (a state that starts a literal
+    /// run, its slot standing for `frame`) for a walk down the run
+    /// (`tokens/literal_run.rs`): the item's node, or `None` when the run is not taken
+    /// (a limit near, or the cache without room for the run's states).
+    pub(crate) fn begin_literal_run(&mut self, start: StateId, frame: u32) -> Option<NodeId> {
+        let graph = &self.grammar.inner;
+        // The bound the regular way checks when it learns one item from one item
+        // (`learn_regular_transition`): within it, every state of the run is learned
+        // that way; past it, the general way decides.
+        let state_size = self.items.len() + 2 + self.frames.len() + self.links.len();
+        // Room for the run's last state (and a twin it may have, see `graph/counted.rs`)
+        // and the dead end.
+        if state_size > graph.limits.max_state_items || !self.cache.has_room_for(3) {
+            return None;
+        }
+        let (node, _, _) = self.cache.state(start).items[0];
+        // The key of the start's item with no accepting flag: the run's states have the
+        // same frame and one item, so their keys differ from it in the node alone.
+        let item = Item {
+            node,
+            frame,
+            partial: Partial::NONE,
+        };
+        describe_step(&[item], false, &self.frames, &self.links, &mut self.scratch).then_some(node)
+    }
+
+    /// The state of the run's item moved to `node` (the run described by
+    /// [`Parser::begin_literal_run`]) and the dead end (a state every byte kills);
+    /// `None` when the cache is full.
+    pub(crate) fn end_literal_run(&mut self, node: NodeId) -> Option<(StateId, StateId)> {
+        move_single_item(&mut self.scratch, node);
+        let graph = &self.grammar.inner;
+        let last = self
+            .cache
+            .intern(graph, &self.scratch.key, &self.scratch.state_items, false);
+        let dead_end = self.cache.dead_end(graph);
+        (last != NO_STATE && dead_end != NO_STATE).then_some((last, dead_end))
     }
 
     /// The current items split by frame (one rule call each), when they span several.
@@ -738,7 +682,7 @@ impl Matcher {
         self.learn_inner_transition_by(state, frames, byte, true)
     }
 
-    /// [`Matcher::learn_inner_transition`], where `regular_first` says whether a closure
+    /// [`Parser::learn_inner_transition`], where `regular_first` says whether a closure
     /// inside one rule call's automaton is learned without a step
     /// (`regular_transition.rs`; false only to check that both ways learn the same).
     fn learn_inner_transition_by(
@@ -844,7 +788,7 @@ impl Matcher {
         );
     }
 
-    /// As [`Matcher::scan_byte`], from the items of a cached state, its slots standing for
+    /// As [`Parser::scan_byte`], from the items of a cached state, its slots standing for
     /// `frames`, without pushing it as a step.
     fn scan_state_byte(&mut self, state: StateId, frames: &[u32], byte: u8) {
         let items = self
@@ -1059,7 +1003,7 @@ impl Matcher {
 
     /// Drops history beyond the limit and compacts frames and links no longer reachable.
     /// Runs in batches, so its cost is amortized over many steps.
-    fn trim_history(&mut self) {
+    pub(crate) fn trim_history(&mut self) {
         let Some(limit) = self.history_limit else {
             return;
         };
@@ -1070,37 +1014,12 @@ impl Matcher {
         self.drop_oldest_steps(self.steps.len() - keep);
     }
 
-    /// Drops the history older than the last [`Matcher::set_token_history_limit`] tokens,
-    /// once twice that many (and 16 more at least) are kept: amortized as `trim_history`.
-    pub(crate) fn trim_token_history(&mut self) {
-        let Some(tokens) = self.token_history_limit else {
-            return;
-        };
-        if self.token_starts.len() <= tokens + tokens.max(16) {
-            return;
-        }
-        let drop = match tokens {
-            0 => self.steps.len() - 1,
-            _ => {
-                // The step count before the oldest token kept: its last step stays.
-                let oldest = self.token_starts[self.token_starts.len() - tokens];
-                (oldest - self.steps_dropped).saturating_sub(1) as usize
-            }
-        };
-        if drop > 0 {
-            self.drop_oldest_steps(drop);
-        }
-    }
-
     /// Drops the oldest `drop` steps (fewer than there are), the tokens starting there,
     /// and the frames and links no kept step reaches.
-    fn drop_oldest_steps(&mut self, drop: usize) {
+    pub(crate) fn drop_oldest_steps(&mut self, drop: usize) {
         let items_base = self.steps[drop].items_start as usize;
         self.steps.drain(..drop);
         self.steps_dropped += drop as u64;
-        // A token whose start step is gone can no longer be rolled back.
-        let first_kept = self.steps_dropped;
-        self.token_starts.retain(|&start| start > first_kept);
         self.items.drain(..items_base);
         for step in &mut self.steps {
             step.items_start -= items_base as u32;
@@ -1298,22 +1217,6 @@ fn add(graph: &GrammarGraph, scratch: &mut Scratch, node: NodeId, frame: u32) {
     }
 }
 
-/// True when a consuming node accepts the code point.
-pub(crate) fn edge_matches(graph: &GrammarGraph, node: Node, code_point: u32) -> bool {
-    match node {
-        Node::Char {
-            code_point: expected,
-            ..
-        } => expected == code_point,
-        Node::Class { set, .. } if code_point < 128 => {
-            graph.class_ascii[set as usize] >> code_point & 1 == 1
-        }
-        Node::Class { set, .. } => graph.classes[set as usize].contains(code_point),
-        Node::Any { .. } => true,
-        _ => false,
-    }
-}
-
 /// The input's character begun after `byte`, from the one begun before it.
 fn character_begun(before: Partial, byte: u8) -> Partial {
     match before.push(byte) {
@@ -1345,35 +1248,4 @@ pub(crate) fn canonical_partial(graph: &GrammarGraph, node: Node, partial: Parti
             edge_contains(graph, node, low, high)
         })
         .unwrap_or(partial)
-}
-
-/// True when the consuming `node` takes every scalar of `low..=high` (a range with no
-/// surrogates in it, as [`Partial::code_point_range`] gives).
-fn edge_contains(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool {
-    match node {
-        Node::Class { set, .. } => {
-            let ranges = graph.classes[set as usize].ranges();
-            let index = ranges.partition_point(|&(_, last)| last < low);
-            ranges
-                .get(index)
-                .is_some_and(|&(first, last)| first <= low && high <= last)
-        }
-        Node::Any { .. } => true,
-        _ => false,
-    }
-}
-
-/// True when a consuming node accepts some scalar in `[low, high]` (a range that holds
-/// no surrogates).
-pub(crate) fn edge_intersects(graph: &GrammarGraph, node: Node, low: u32, high: u32) -> bool {
-    match node {
-        Node::Char { code_point, .. } => (low..=high).contains(&code_point),
-        Node::Class { set, .. } => {
-            let ranges = graph.classes[set as usize].ranges();
-            let index = ranges.partition_point(|&(_, last)| last < low);
-            ranges.get(index).is_some_and(|&(first, _)| first <= high)
-        }
-        Node::Any { .. } => true,
-        _ => false,
-    }
 }

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use crate::matcher::Matcher;
+use crate::tokens::matcher::Matcher;
 
 /// Fills row `i` of `words` (rows of `row_words` words) with the mask of `matchers[i]`,
 /// on rayon's global thread pool: the same masks as filling them one by one, in any

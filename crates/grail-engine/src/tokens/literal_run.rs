@@ -14,12 +14,10 @@
 
 use grail_vocab::TokenTrie;
 
-use crate::compile::Node;
-use crate::matcher::{Item, Matcher};
-use crate::pure_walk::TokenSink;
-use crate::step_cache::{NO_STATE, StateId, continues_literal_run};
-use crate::step_description::{describe_step, move_single_item};
-use crate::utf8::Partial;
+use crate::automaton::step_cache::{StateId, continues_literal_run};
+use crate::graph::Node;
+use crate::tokens::matcher::Matcher;
+use crate::tokens::pure_walk::TokenSink;
 
 /// How a walk down a literal run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,27 +49,10 @@ impl Matcher {
         frames: &[u32],
         position: usize,
     ) -> LiteralRunEnd {
-        let graph = &self.grammar.inner;
-        // The bound the regular way checks when it learns one item from one item
-        // (`learn_regular_transition`): within it, every state of the run is learned
-        // that way; past it, the general way decides.
-        let state_size = self.items.len() + 2 + self.frames.len() + self.links.len();
-        // Room for the run's last state (and a twin it may have, see `counted.rs`) and
-        // the dead end.
-        if state_size > graph.limits.max_state_items || !self.cache.has_room_for(3) {
+        let Some(mut node) = self.parser.begin_literal_run(start, frames[0]) else {
             return LiteralRunEnd::NotTaken;
-        }
-        let (mut node, _, _) = self.cache.state(start).items[0];
-        // The key of the start's item with no accepting flag: the run's states have the
-        // same frame and one item, so their keys differ from it in the node alone.
-        let item = Item {
-            node,
-            frame: frames[0],
-            partial: Partial::NONE,
         };
-        if !describe_step(&[item], false, &self.frames, &self.links, &mut self.scratch) {
-            return LiteralRunEnd::NotTaken;
-        }
+        let graph = self.parser.graph();
         let nodes = trie.nodes();
         let mut at = position;
         while let Node::Char { code_point, next } = graph.nodes[node as usize]
@@ -89,15 +70,11 @@ impl Matcher {
         }
         // `at` is below `position`: a run start's first character goes on with the run.
         debug_assert!(at > position, "a literal run starts with two characters");
-        move_single_item(&mut self.scratch, node);
-        let cache = &*self.cache;
-        let last = cache.intern(graph, &self.scratch.key, &self.scratch.state_items, false);
-        let dead_end = cache.dead_end(graph);
-        if last == NO_STATE || dead_end == NO_STATE {
-            // Not with the room checked above; were the cache full, the nodes would be
-            // walked as usual (the tokens added again change nothing).
+        let Some((last, dead_end)) = self.parser.end_literal_run(node) else {
+            // Not with the room checked at the start; were the cache full, the nodes would
+            // be walked as usual (the tokens added again change nothing).
             return LiteralRunEnd::NotTaken;
-        }
+        };
         LiteralRunEnd::Resume { at, last, dead_end }
     }
 }

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use grail_vocab::VocabularyIndex;
 
-use crate::mask_cache::MaskCache;
-use crate::step_cache::StepCache;
+use crate::automaton::mask_cache::MaskCache;
+use crate::automaton::step_cache::StepCache;
 
 /// Most vocabularies a grammar keeps learning for at once (the oldest make room).
 const MAX_VOCABULARIES: usize = 4;
@@ -157,6 +157,7 @@ mod tests {
         let other = vocabulary(&["{", "}", "\"a\":1"]);
         let learned_at_start = |index: &Arc<VocabularyIndex>| {
             Matcher::with_vocabulary(&grammar, index.clone())
+                .parser
                 .step_cache()
                 .state_count()
         };

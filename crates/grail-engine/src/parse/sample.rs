@@ -6,9 +6,11 @@
 //! rule (fewest characters, then fewest nodes), so when the budget runs out, or after
 //! too many steps, the walk takes cheapest branches, which always terminates.
 
+use grail_grammar::ScalarSet;
 use rand::Rng;
 
-use crate::compile::{CompiledGrammar, Node, NodeId};
+use crate::automaton::grammar::CompiledGrammar;
+use crate::graph::{Node, NodeId};
 
 /// A piece of sampled output: text, or one whole token (from `<[id]>` elements).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,8 +123,7 @@ impl Sampler {
                 }
                 Node::Class { set, next } => {
                     let class = &graph.classes[set as usize];
-                    let printable =
-                        class.intersection(&crate::ScalarSet::from_ranges([(0x20, 0x7E)]));
+                    let printable = class.intersection(&ScalarSet::from_ranges([(0x20, 0x7E)]));
                     let pool = if !printable.is_empty() && rng.random_ratio(3, 4) {
                         &printable
                     } else {
@@ -137,7 +138,7 @@ impl Sampler {
                     let code_point = if rng.random_ratio(3, 4) {
                         rng.random_range(0x20..=0x7E)
                     } else {
-                        crate::ScalarSet::all().nth(rng.random_range(0..0x10F800))?
+                        ScalarSet::all().nth(rng.random_range(0..0x10F800))?
                     };
                     output.push_char(code_point);
                     emitted += 1;

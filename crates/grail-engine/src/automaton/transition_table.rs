@@ -9,8 +9,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::shared_chunks::SharedWords;
-use crate::step_cache::{DEAD, StateId, UNKNOWN};
+use crate::automaton::shared_chunks::SharedWords;
+use crate::automaton::step_cache::{DEAD, StateId, UNKNOWN};
 
 /// States per chunk: a chunk's rows are 64 KB, address space until written. The size of
 /// the blocks `prefault_heap` makes resident: a bigger chunk is a large object to

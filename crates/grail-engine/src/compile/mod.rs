@@ -1,4 +1,4 @@
-//! Compiling the grammar IR into the matcher's form: one flat graph of nodes.
+//! Compiling the grammar IR into the matcher's form: one flat graph of nodes (`graph/`).
 //!
 //! Every rule becomes a small automaton inside one node array. Consuming nodes (a code
 //! point, a class, any character, a token) and calls point at the node that follows;
@@ -8,74 +8,30 @@
 //! rules with no finite derivation) are marked unproductive and the matcher never enters
 //! them: every item it holds can be completed, so "some item is alive" means "viable".
 
-use std::sync::Arc;
+use grail_grammar::{Grammar, RuleId, ScalarSet, SymbolKind, TokenReference};
 
-use grail_grammar::{Grammar, RuleId, SymbolKind, TokenReference};
-
-use crate::counted::{
-    CountedCopy, TWIN_MIN_COPIES, bounded_repetition_of, countable_nodes, json_unit_starts,
-    optional_chain, same_node_shape, same_shape,
+use crate::compile::counted::{
+    TWIN_MIN_COPIES, bounded_repetition_of, countable_nodes, json_unit_starts, optional_chain,
+    same_node_shape, same_shape,
 };
+use crate::compile::inline::{INLINE_MAX_DEPTH, node_estimate, rule_sizes};
+use crate::compile::prepare::Prepared;
 use crate::error::CompileError;
-use crate::inline::{INLINE_MAX_DEPTH, node_estimate, rule_sizes};
-use crate::learned::LearnedStore;
+use crate::graph::counted::CountedCopy;
+use crate::graph::loop_items::LoopingNodes;
+use crate::graph::{CompiledRule, GrammarGraph, NO_CARRIER, Node, NodeId, TokenSet};
 use crate::limits::EngineLimits;
-use crate::loop_items::LoopingNodes;
-use crate::prepare::{Prepared, prepare};
-use grail_grammar::ScalarSet;
 
 mod copies;
+pub(crate) mod counted;
+pub(crate) mod inline;
+pub(crate) mod prepare;
 use copies::Copies;
-
-/// Index of a node in the compiled graph.
-pub(crate) type NodeId = u32;
-
-/// One node of the compiled graph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Node {
-    /// Consumes exactly this code point.
-    Char { code_point: u32, next: NodeId },
-    /// Consumes a code point of the class `set` (an index into the class table).
-    Class { set: u32, next: NodeId },
-    /// Consumes any scalar value.
-    Any { next: NodeId },
-    /// Consumes one whole token whose id is (or, negated, is not) in the token set.
-    Token { set: u32, next: NodeId },
-    /// Calls `rule`; when it returns, continues at `next`.
-    Call { rule: u32, next: NodeId },
-    /// Continues at every node in `split_targets[first..first + count]`.
-    Split { first: u32, count: u32 },
-    /// The end of the rule being matched.
-    Return,
-}
-
-/// A token element: the ids it names and whether it is negated (`!<[id]>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenSet {
-    /// Sorted, deduplicated ids.
-    pub ids: Vec<u32>,
-    /// True for `!<...>`: any token except these.
-    pub negated: bool,
-}
-
-impl TokenSet {
-    /// True when the element matches the token `id`.
-    pub fn matches(&self, id: u32) -> bool {
-        self.ids.binary_search(&id).is_ok() != self.negated
-    }
-}
-
-/// A compiled rule: its name and where its automaton starts.
-#[derive(Debug, Clone)]
-pub(crate) struct CompiledRule {
-    pub(crate) name: String,
-    pub(crate) start: NodeId,
-}
 
 /// Resolves a token's text (`think` in `<think>`) to its id in the vocabulary.
 pub type TokenResolver<'r> = dyn Fn(&str) -> Option<u32> + 'r;
 
-/// Options for [`CompiledGrammar::compile`].
+/// Options for [`crate::CompiledGrammar::compile`].
 #[derive(Default)]
 pub struct CompileOptions<'a> {
     /// Size limits.
@@ -85,224 +41,117 @@ pub struct CompileOptions<'a> {
     pub resolve_token_text: Option<&'a TokenResolver<'a>>,
 }
 
-/// A grammar compiled for matching, cheap to clone (shared), `Send + Sync`: its graph
-/// never changes; beside it, the learned store (parse states, walks, masks) that every
-/// matcher of the grammar adds to and reads from, behind a lock.
-#[derive(Debug, Clone)]
-pub struct CompiledGrammar {
-    pub(crate) inner: Arc<GrammarGraph>,
-}
-
-/// The shared, immutable data of a [`CompiledGrammar`].
-#[derive(Debug)]
-pub(crate) struct GrammarGraph {
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) split_targets: Vec<NodeId>,
-    pub(crate) classes: Vec<ScalarSet>,
-    /// For each class, its ASCII members as a bitmap (the fast path of matching).
-    pub(crate) class_ascii: Vec<u128>,
-    /// For each class, the first bytes of its members' UTF-8 encodings (a 256-bit set).
-    pub(crate) class_lead_bytes: Vec<[u64; 4]>,
-    /// For each class: `Some(true)` when it holds every scalar past ASCII, `Some(false)`
-    /// when it holds none, `None` when some.
-    pub(crate) class_all_non_ascii: Vec<Option<bool>>,
-    /// Per node, the node that carries an item inside a character there (see
-    /// `character_carriers`), or [`NO_CARRIER`]; empty when no node has one.
-    pub(crate) character_carriers: Vec<NodeId>,
-    /// For each class, the written form (negation kept), for next-character rules.
-    pub(crate) class_negated: Vec<bool>,
-    /// For each class, the written ranges as scalars (before negation).
-    pub(crate) class_listed: Vec<ScalarSet>,
-    pub(crate) token_sets: Vec<TokenSet>,
-    pub(crate) rules: Vec<CompiledRule>,
-    pub(crate) root: u32,
-    /// The calls in tail position compiled to jumps (see `elide_tail_calls`): the split
-    /// whose targets start at `tail_jumps_first + i` jumps to the start of rule
-    /// `tail_jumps[i].0`, for a call that continued at the return `tail_jumps[i].1`.
-    pub(crate) tail_jumps_first: u32,
-    pub(crate) tail_jumps: Vec<(u32, NodeId)>,
-    /// `productive[node]`: the node can reach its rule's `Return`.
-    pub(crate) productive: Vec<bool>,
-    /// Optional copies of bounded repetitions that have a twin loop for masks (see
-    /// `counted.rs`), in node order, not overlapping.
-    pub(crate) counted: Vec<CountedCopy>,
-    /// The nodes of `counted` that walks may count through, as bits (see
-    /// `counted::countable_nodes`); empty when none.
-    pub(crate) countable_nodes: Vec<u64>,
-    /// Which class nodes loop on their own class, found on first need
-    /// (`loop_items.rs`).
-    pub(crate) looping_nodes: LoopingNodes,
-    pub(crate) limits: EngineLimits,
-    /// What this grammar's matchers learned, for the next ones (`learned.rs`).
-    pub(crate) learned: LearnedStore,
-}
-
-impl CompiledGrammar {
-    /// Compiles a checked grammar IR.
-    pub fn compile(
-        grammar: &Grammar,
-        options: &CompileOptions<'_>,
-    ) -> Result<CompiledGrammar, CompileError> {
-        CompiledGrammar::compile_prepared(&prepare(grammar), options)
-    }
-
-    /// Compiles a grammar the way [`prepare`] left it.
-    pub(crate) fn compile_prepared(
-        prepared: &Prepared<'_>,
-        options: &CompileOptions<'_>,
-    ) -> Result<CompiledGrammar, CompileError> {
-        let grammar = &*prepared.grammar;
-        let (references, inline, node_estimate) = match &prepared.analysis {
-            Some(analysis) => (
-                std::borrow::Cow::Borrowed(&analysis.references),
-                analysis.inline.clone(),
-                analysis.node_estimate,
-            ),
-            None => {
-                let references = grail_grammar::analysis::references(grammar);
-                let (inline, sizes) = rule_sizes(grammar, &prepared.calls_only, &references);
-                let estimate = node_estimate(&inline, &sizes);
-                (std::borrow::Cow::Owned(references), inline, estimate)
-            }
-        };
-        let mut builder = GraphBuilder {
-            grammar,
-            options,
-            inline,
-            inline_depth: 0,
-            needed: vec![false; grammar.rules.len()],
-            queue: Vec::new(),
-            nodes: Vec::with_capacity(node_estimate.min(options.limits.max_nodes)),
-            split_targets: Vec::new(),
-            classes: Vec::new(),
-            class_negated: Vec::new(),
-            class_listed: Vec::new(),
-            class_index: rustc_hash::FxHashMap::default(),
-            class_at_address: rustc_hash::FxHashMap::default(),
-            token_sets: Vec::new(),
-            counted: Vec::new(),
-            not_chains: rustc_hash::FxHashSet::default(),
-            inline_copies: rustc_hash::FxHashMap::default(),
-            shared_nodes: rustc_hash::FxHashMap::default(),
-            shared_loops: rustc_hash::FxHashMap::default(),
-            repetition_depth: 0,
-        };
-        // Only rules that are called (not inlined) get their own automaton: the root,
-        // then whatever the compiled rules call.
-        let never = builder.split(&[])?;
-        let mut starts = vec![never; grammar.rules.len()];
-        builder.need(grammar.root.0);
-        // One end for every rule: what follows a rule's last symbol is the same return
-        // whichever rule it is, so equal tails of different rules can be one automaton.
-        let end = builder.push(Node::Return)?;
-        while let Some(rule) = builder.queue.pop() {
-            starts[rule as usize] =
-                builder.alternatives(&grammar.rules[rule as usize].alternatives, end)?;
+/// Compiles a grammar the way [`prepare`] left it into its graph.
+pub(crate) fn compile_graph(
+    prepared: &Prepared<'_>,
+    options: &CompileOptions<'_>,
+) -> Result<GrammarGraph, CompileError> {
+    let grammar = &*prepared.grammar;
+    let (references, inline, node_estimate) = match &prepared.analysis {
+        Some(analysis) => (
+            std::borrow::Cow::Borrowed(&analysis.references),
+            analysis.inline.clone(),
+            analysis.node_estimate,
+        ),
+        None => {
+            let references = grail_grammar::analysis::references(grammar);
+            let (inline, sizes) = rule_sizes(grammar, &prepared.calls_only, &references);
+            let estimate = node_estimate(&inline, &sizes);
+            (std::borrow::Cow::Owned(references), inline, estimate)
         }
-        let rules: Vec<CompiledRule> = grammar
-            .rules
-            .iter()
-            .zip(starts)
-            .map(|(rule, start)| CompiledRule {
-                name: rule.name.clone(),
-                start,
-            })
-            .collect();
-        let tail_jumps_first = builder.split_targets.len() as u32;
-        let tail_jumps = elide_tail_calls(
-            &mut builder.nodes,
-            &mut builder.split_targets,
-            &rules,
-            &builder.counted,
-        );
-        let class_all_non_ascii: Vec<Option<bool>> =
-            builder.classes.iter().map(all_non_ascii).collect();
-        let character_carriers = character_carriers(&mut builder, &class_all_non_ascii)?;
-        let productive = if every_symbol_productive(grammar, &references) {
-            // Every node can reach its rule's end but the empty split that stands for
-            // the rules not compiled, which nothing calls.
-            builder
-                .nodes
-                .iter()
-                .map(|node| !matches!(node, Node::Split { count: 0, .. }))
-                .collect()
-        } else {
-            productive_nodes(
-                &builder.nodes,
-                &builder.split_targets,
-                &rules,
-                &builder.classes,
-            )
-        };
-        let countable_nodes = countable_nodes(&builder.counted, builder.nodes.len());
-        let looping_nodes = LoopingNodes::new(builder.nodes.len());
-        Ok(CompiledGrammar {
-            inner: Arc::new(GrammarGraph {
-                nodes: builder.nodes,
-                split_targets: builder.split_targets,
-                class_ascii: builder.classes.iter().map(ascii_bitmap).collect(),
-                class_lead_bytes: builder.classes.iter().map(lead_bytes).collect(),
-                class_all_non_ascii,
-                character_carriers,
-                classes: builder.classes,
-                class_negated: builder.class_negated,
-                class_listed: builder.class_listed,
-                token_sets: builder.token_sets,
-                rules,
-                root: grammar.root.0,
-                tail_jumps_first,
-                tail_jumps,
-                productive,
-                counted: builder.counted,
-                countable_nodes,
-                looping_nodes,
-                limits: options.limits,
-                learned: LearnedStore::default(),
-            }),
+    };
+    let mut builder = GraphBuilder {
+        grammar,
+        options,
+        inline,
+        inline_depth: 0,
+        needed: vec![false; grammar.rules.len()],
+        queue: Vec::new(),
+        nodes: Vec::with_capacity(node_estimate.min(options.limits.max_nodes)),
+        split_targets: Vec::new(),
+        classes: Vec::new(),
+        class_negated: Vec::new(),
+        class_listed: Vec::new(),
+        class_index: rustc_hash::FxHashMap::default(),
+        class_at_address: rustc_hash::FxHashMap::default(),
+        token_sets: Vec::new(),
+        counted: Vec::new(),
+        not_chains: rustc_hash::FxHashSet::default(),
+        inline_copies: rustc_hash::FxHashMap::default(),
+        shared_nodes: rustc_hash::FxHashMap::default(),
+        shared_loops: rustc_hash::FxHashMap::default(),
+        repetition_depth: 0,
+    };
+    // Only rules that are called (not inlined) get their own automaton: the root,
+    // then whatever the compiled rules call.
+    let never = builder.split(&[])?;
+    let mut starts = vec![never; grammar.rules.len()];
+    builder.need(grammar.root.0);
+    // One end for every rule: what follows a rule's last symbol is the same return
+    // whichever rule it is, so equal tails of different rules can be one automaton.
+    let end = builder.push(Node::Return)?;
+    while let Some(rule) = builder.queue.pop() {
+        starts[rule as usize] =
+            builder.alternatives(&grammar.rules[rule as usize].alternatives, end)?;
+    }
+    let rules: Vec<CompiledRule> = grammar
+        .rules
+        .iter()
+        .zip(starts)
+        .map(|(rule, start)| CompiledRule {
+            name: rule.name.clone(),
+            start,
         })
-    }
-
-    /// Loads ([`grail_grammar::load`]) and compiles GBNF text with default options, rooted
-    /// at `root`; a grammar with errors gives [`CompileError::Invalid`] with every error
-    /// located (warnings do not stop it).
-    pub fn from_gbnf(source: &str) -> Result<CompiledGrammar, CompileError> {
-        let loaded = grail_grammar::load(source, &grail_grammar::CheckOptions::default())?;
-        CompiledGrammar::compile(&loaded.grammar, &CompileOptions::default())
-    }
-
-    /// How many nodes the compiled graph has (a size measure).
-    pub fn node_count(&self) -> usize {
-        self.inner.nodes.len()
-    }
-
-    /// The name of the start rule.
-    pub fn root_name(&self) -> &str {
-        &self.inner.rules[self.inner.root as usize].name
-    }
-
-    /// True when the grammar matches at least one string.
-    pub fn has_matches(&self) -> bool {
-        let graph = &self.inner;
-        graph.productive[graph.rules[graph.root as usize].start as usize]
-    }
-}
-
-impl GrammarGraph {
-    pub(crate) fn targets(&self, first: u32, count: u32) -> &[NodeId] {
-        &self.split_targets[first as usize..(first + count) as usize]
-    }
-
-    pub(crate) fn is_productive(&self, node: NodeId) -> bool {
-        self.productive[node as usize]
-    }
-
-    /// For the split whose targets start at `first`: when it is a tail call compiled to a
-    /// jump, the rule it jumps to and the return the call continued at.
-    #[inline]
-    pub(crate) fn tail_jump(&self, first: u32) -> Option<(u32, NodeId)> {
-        let index = first.checked_sub(self.tail_jumps_first)?;
-        self.tail_jumps.get(index as usize).copied()
-    }
+        .collect();
+    let tail_jumps_first = builder.split_targets.len() as u32;
+    let tail_jumps = elide_tail_calls(
+        &mut builder.nodes,
+        &mut builder.split_targets,
+        &rules,
+        &builder.counted,
+    );
+    let class_all_non_ascii: Vec<Option<bool>> =
+        builder.classes.iter().map(all_non_ascii).collect();
+    let character_carriers = character_carriers(&mut builder, &class_all_non_ascii)?;
+    let productive = if every_symbol_productive(grammar, &references) {
+        // Every node can reach its rule's end but the empty split that stands for
+        // the rules not compiled, which nothing calls.
+        builder
+            .nodes
+            .iter()
+            .map(|node| !matches!(node, Node::Split { count: 0, .. }))
+            .collect()
+    } else {
+        productive_nodes(
+            &builder.nodes,
+            &builder.split_targets,
+            &rules,
+            &builder.classes,
+        )
+    };
+    let countable_nodes = countable_nodes(&builder.counted, builder.nodes.len());
+    let looping_nodes = LoopingNodes::new(builder.nodes.len());
+    Ok(GrammarGraph {
+        nodes: builder.nodes,
+        split_targets: builder.split_targets,
+        class_ascii: builder.classes.iter().map(ascii_bitmap).collect(),
+        class_lead_bytes: builder.classes.iter().map(lead_bytes).collect(),
+        class_all_non_ascii,
+        character_carriers,
+        classes: builder.classes,
+        class_negated: builder.class_negated,
+        class_listed: builder.class_listed,
+        token_sets: builder.token_sets,
+        rules,
+        root: grammar.root.0,
+        tail_jumps_first,
+        tail_jumps,
+        productive,
+        counted: builder.counted,
+        countable_nodes,
+        looping_nodes,
+        limits: options.limits,
+    })
 }
 
 /// A character set compiled: one character, or a class by index.
@@ -685,10 +534,10 @@ fn all_non_ascii(set: &ScalarSet) -> Option<bool> {
 fn lead_bytes(set: &ScalarSet) -> [u64; 4] {
     let mut bytes = [0u64; 4];
     for byte in 0..=255u8 {
-        let (low, high) = match crate::utf8::Partial::NONE.push(byte) {
-            crate::utf8::Step::Complete(code_point) => (code_point, code_point),
-            crate::utf8::Step::Incomplete(partial) => partial.code_point_range(),
-            crate::utf8::Step::Invalid => continue,
+        let (low, high) = match crate::graph::utf8::Partial::NONE.push(byte) {
+            crate::graph::utf8::Step::Complete(code_point) => (code_point, code_point),
+            crate::graph::utf8::Step::Incomplete(partial) => partial.code_point_range(),
+            crate::graph::utf8::Step::Invalid => continue,
         };
         let ranges = set.ranges();
         let index = ranges.partition_point(|&(_, last)| last < low);
@@ -981,9 +830,6 @@ fn elide_tail_calls(
     jumps
 }
 
-/// No carrier node (see [`GrammarGraph::character_carriers`]).
-pub(crate) const NO_CARRIER: NodeId = NodeId::MAX;
-
 /// For each class node that takes every character past ASCII, an `Any` node before the
 /// same continuation, appended: an item inside a character takes the same completions
 /// on either, so it is carried by the `Any` node, and such items of different classes
@@ -1172,6 +1018,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::CompiledGrammar;
 
     /// A random term over characters, an empty class and the rules `r0..r2`.
     fn term() -> impl Strategy<Value = String> {
@@ -1280,14 +1127,15 @@ mod tests {
             "root ::= \"a\" x | \"b\" y\nx ::= [^a] [0-9]* \"!\"\ny ::= [^b] [0-9]* \"!\"\n";
         let compiled = compile_source(source);
         let state_after = |text: &[u8]| {
-            let mut matcher = crate::matcher::Matcher::new(&compiled);
+            let mut matcher = crate::Matcher::new(&compiled);
             for &byte in text {
                 assert!(
-                    matches!(matcher.step_byte(byte), Ok(true)),
+                    matches!(matcher.parser.step_byte(byte), Ok(true)),
                     "the text matches"
                 );
             }
             matcher
+                .parser
                 .current_state(&mut Vec::new())
                 .expect("a cached state")
         };

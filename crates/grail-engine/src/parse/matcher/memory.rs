@@ -1,7 +1,7 @@
-//! What one matcher holds of its own: the memory a sequence costs beyond what the
-//! matchers of its grammar share (the step cache, walks and masks of `learned.rs`).
+//! What one parser holds of its own: the memory a sequence's parse costs beyond what the
+//! matchers of its grammar share (the learned store of `automaton/learned.rs`).
 
-use super::{Matcher, Scratch};
+use super::{Parser, Scratch};
 
 /// Bytes of the heap buffers of `vector` (its capacity, used or not).
 pub(crate) fn vec_bytes<T>(vector: &Vec<T>) -> usize {
@@ -26,23 +26,15 @@ impl Scratch {
     }
 }
 
-impl Matcher {
-    /// Bytes this matcher holds of its own (its parse history, working buffers and
-    /// token history; buffers counted at their capacity), not counting what it shares
-    /// with the other matchers of its grammar: the memory one more sequence costs. Keep it
-    /// bounded with [`Matcher::set_token_history_limit`].
-    pub fn own_bytes(&self) -> usize {
-        size_of::<Matcher>()
+impl Parser {
+    /// Bytes this parser holds of its own (its history and working buffers, buffers
+    /// counted at their capacity), not what it shares with the grammar's other matchers.
+    pub(crate) fn own_bytes(&self) -> usize {
+        size_of::<Parser>()
             + vec_bytes(&self.frames)
             + vec_bytes(&self.links)
             + vec_bytes(&self.items)
             + vec_bytes(&self.steps)
-            + vec_bytes(&self.token_starts)
             + self.scratch.heap_bytes()
-            + self.walk_buffers.heap_bytes()
-            + self
-                .twin_bounds
-                .as_ref()
-                .map_or(0, |bounds| 4 * bounds.len())
     }
 }

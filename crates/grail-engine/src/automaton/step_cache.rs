@@ -34,13 +34,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use grail_vocab::{or_words, set_ids};
 use rustc_hash::FxHashMap;
 
-use crate::compile::{GrammarGraph, Node, NodeId};
-use crate::loop_items::widest_loop_item_class;
-use crate::matcher::{edge_intersects, edge_matches};
-use crate::shared_chunks::{AppendOnly, SharedWords};
-use crate::step_description::EMPTY_STEP_KEY;
-use crate::transition_table::TransitionTable;
-use crate::utf8::{Partial, Step};
+use crate::automaton::shared_chunks::{AppendOnly, SharedWords};
+use crate::automaton::transition_table::TransitionTable;
+use crate::graph::loop_items::widest_loop_item_class;
+use crate::graph::utf8::{Partial, Step};
+use crate::graph::{GrammarGraph, Node, NodeId};
+use crate::graph::{edge_intersects, edge_matches};
 
 /// A state id, a transition result index, or one of the markers below.
 pub(crate) type StateId = u32;
@@ -80,7 +79,11 @@ const MAX_RESULTS: usize = MAX_STATES * 64;
 /// Summaries per chunk of their table (64 KB).
 const SUMMARIES_PER_CHUNK: usize = 16 << 10;
 
-/// Most bytes of remembered trie walks per matcher family.
+/// The key the parser's `describe_step` (parse/step_description.rs) gives a step with no
+/// items that is not accepting: the dead end's.
+const EMPTY_STEP_KEY: [u32; 2] = [0, 0];
+
+/// Most bytes of remembered trie walks per cache.
 const MAX_WALK_BYTES: usize = 64 << 20;
 
 /// A state: its items as (node, partial character, frame slot), whether the grammar may
@@ -524,7 +527,7 @@ impl StepCache {
         let state = index as StateId;
         self.transitions.write_row(state, &live);
         writer.index.insert(key.into(), state);
-        if let Some(twin) = crate::counted::counted_twin_of(graph, key, items) {
+        if let Some(twin) = crate::graph::counted::counted_twin_of(graph, key, items) {
             let state_twin = self.intern_locked(writer, graph, &twin.key, &twin.items, accepting);
             if state_twin != NO_STATE {
                 let _ = self.states[index].counted_view.set(CountedView {
@@ -895,8 +898,8 @@ fn ascii_classes(graph: &GrammarGraph, items: &[(NodeId, Partial, u8)]) -> Box<[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matcher::Matcher;
-    use crate::test_support::matcher_after;
+    use crate::Matcher;
+    use crate::tokens::test_support::matcher_after;
 
     /// The transition `byte` takes from the state after `prefix`, as text: its target's
     /// items and what it does to the frames.
@@ -904,8 +907,8 @@ mod tests {
         if matches!(entry, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN) {
             return format!("marker {entry}");
         }
-        let transition = matcher.step_cache().result(entry);
-        let target = matcher.step_cache().state(transition.target);
+        let transition = matcher.parser.step_cache().result(entry);
+        let target = matcher.parser.step_cache().state(transition.target);
         let mut text = format!("{transition:?}");
         // The target's id depends on the order of learning; its items do not.
         text.push_str(&format!(" -> {:?} {}", target.items, target.accepting));
@@ -916,16 +919,20 @@ mod tests {
     /// it filled in against that byte learned on its own; returns the bytes filled in.
     fn filled_bytes_match_their_own(source: &str, prefix: &[u8], learned: u8) -> Vec<u8> {
         let (mut matcher, state, frames) = matcher_after(source, prefix);
-        matcher.learn_inner_transition(state, &frames, learned);
+        matcher
+            .parser
+            .learn_inner_transition(state, &frames, learned);
         let mut filled = Vec::new();
         for byte in 0x80..=0xFFu8 {
-            let entry = matcher.step_cache().transition(state, byte);
+            let entry = matcher.parser.step_cache().transition(state, byte);
             if byte == learned || entry == UNKNOWN || entry == DEAD {
                 continue;
             }
             filled.push(byte);
             let (mut alone, alone_state, alone_frames) = matcher_after(source, prefix);
-            let own = alone.learn_inner_transition(alone_state, &alone_frames, byte);
+            let own = alone
+                .parser
+                .learn_inner_transition(alone_state, &alone_frames, byte);
             assert_eq!(
                 described(&matcher, entry),
                 described(&alone, own),

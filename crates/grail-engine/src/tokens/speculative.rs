@@ -2,7 +2,7 @@
 //! nothing, and masked position by position.
 
 use crate::error::DraftRefused;
-use crate::matcher::Matcher;
+use crate::tokens::matcher::Matcher;
 
 impl Matcher {
     /// How many tokens of `draft`, from its start, the grammar accepts one after another
@@ -34,7 +34,7 @@ impl Matcher {
             let mut fork = self.fork();
             fork.set_history_limit(None);
             fork.accept_tokens(draft)?;
-            fork.set_history_limit(self.history_limit());
+            fork.set_history_limit(self.parser.history_limit());
             *self = fork;
             return Ok(());
         }
@@ -105,7 +105,7 @@ impl Matcher {
     /// True when the history limit may drop steps while `draft` is accepted (its tokens'
     /// bytes, and one step for each special or end-of-generation token).
     fn history_may_not_hold(&self, draft: &[u32]) -> bool {
-        let Some(limit) = self.history_limit() else {
+        let Some(limit) = self.parser.history_limit() else {
             return false;
         };
         let Some(index) = self.vocabulary() else {

@@ -15,15 +15,15 @@ use std::sync::Arc;
 
 use grail_vocab::{VocabularyIndex, or_words, set_ids};
 
-use crate::matcher::Matcher;
-use crate::matcher::literal_run::LiteralRunEnd;
-use crate::step_cache::{
+use crate::automaton::step_cache::{
     DEAD, EscapeGroup, FrontierGroup, NEVER_CACHEABLE, NOT_CACHEABLE, PureWalk, StateId, UNKNOWN,
     WalkTokens,
 };
-use crate::utf8::{Partial, Step};
-use crate::walk_buffers::WalkBuffers;
-use crate::walk_escapes::EscapeNodes;
+use crate::graph::utf8::{Partial, Step};
+use crate::tokens::literal_run::LiteralRunEnd;
+use crate::tokens::matcher::Matcher;
+use crate::tokens::walk_buffers::WalkBuffers;
+use crate::tokens::walk_escapes::EscapeNodes;
 
 /// Most ASCII bytes of a loop's class that may lead elsewhere from a state that the
 /// class's other bytes take into the loop, for the loop's slice to serve that state:
@@ -207,7 +207,7 @@ impl Matcher {
         range: TrieRange,
     ) {
         let key = (range.first as u32, range.end as u32);
-        let walk = match self.step_cache().walk(state, key.0, key.1) {
+        let walk = match self.parser.step_cache().walk(state, key.0, key.1) {
             Some(walk) => walk,
             None => {
                 let slice = self.loop_slice_for(index, state, frames, range);
@@ -250,7 +250,7 @@ impl Matcher {
                         let from_root = |exit: &grail_vocab::ExitNode| {
                             exit.depth == 1 || start.looping == state
                         };
-                        let cache = self.step_cache();
+                        let cache = self.parser.step_cache();
                         // The first list sized for every exit at most (slices have
                         // thousands: growing it by pushes copied it over and over); the
                         // deeper ones are the live exits alone (a JSON string's: a few
@@ -310,7 +310,8 @@ impl Matcher {
                     frontier,
                     escapes,
                 });
-                self.step_cache()
+                self.parser
+                    .step_cache()
                     .remember_walk(state, key.0, key.1, walk.clone());
                 walk
             }
@@ -345,7 +346,7 @@ impl Matcher {
         // pattern's free run, whose needle's letters move the state on), the walk from
         // the root takes more at once (subtrees by that item) than a slice would.
         let wider_item = |matcher: &Matcher, looping: StateId, class: u128| {
-            let item_class = matcher.step_cache().state(looping).loop_item_class;
+            let item_class = matcher.parser.step_cache().state(looping).loop_item_class;
             item_class & class == class && item_class != class
         };
         let class = self.closed_loop_class(state, frames, LOOP_SLICE_MIN_ASCII_BYTES);
@@ -430,8 +431,8 @@ impl Matcher {
         ranges: &mut Vec<TrieRange>,
     ) {
         let trie = index.trie();
-        self.push_state_step(state, frames);
-        if matches!(self.step_byte(byte), Ok(true)) {
+        self.parser.push_state_step(state, frames);
+        if matches!(self.parser.step_byte(byte), Ok(true)) {
             ranges.clear();
             for position in nodes {
                 let position = position as usize;
@@ -439,9 +440,9 @@ impl Matcher {
                 ranges.push(TrieRange::below(trie, position));
             }
             self.walk_ranges(index, words, ranges);
-            self.rollback(1);
+            self.parser.rollback(1);
         }
-        self.rollback(1);
+        self.parser.rollback(1);
     }
 
     /// Walks the trie nodes of `ranges` (each from its own base depth) from the cached
@@ -585,7 +586,7 @@ impl Matcher {
                 // to `parent`.
                 let by_validity = !partial.is_none()
                     || (node.byte >= 0x80
-                        && match self.step_cache().loop_bytes(parent) {
+                        && match self.parser.step_cache().loop_bytes(parent) {
                             facts if facts.loops >> 127 == 1 => true,
                             facts if facts.breaks >> 127 == 1 => false,
                             _ => {
@@ -633,18 +634,20 @@ impl Matcher {
                     position += 1;
                     continue;
                 }
-                let mut transition = self.step_cache().transition(parent, node.byte);
+                let mut transition = self.parser.step_cache().transition(parent, node.byte);
                 if transition == UNKNOWN || transition == NOT_CACHEABLE {
                     learn_frames.clear();
                     learn_frames.extend(maps.get(map).iter().map(|&slot| frames[slot as usize]));
-                    transition = self.learn_inner_transition(parent, learn_frames, node.byte);
+                    transition =
+                        self.parser
+                            .learn_inner_transition(parent, learn_frames, node.byte);
                 }
                 // At the bound of a repetition walked through its twin loop (see
                 // `CountedView`), the bytes of its class (those that take the twin back to
                 // itself) are refused, returns to callers included.
                 let refused_at_bound = count == 0
                     && !matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN)
-                    && self.step_cache().summary(transition).target() == parent;
+                    && self.parser.step_cache().summary(transition).target() == parent;
                 if transition == DEAD || refused_at_bound {
                     position += node.subtree_len as usize;
                     continue;
@@ -653,7 +656,9 @@ impl Matcher {
                 // dense table, is all the walk needs.
                 let plain = match transition {
                     NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => None,
-                    result => Some(self.step_cache().summary(result)).filter(|s| s.is_plain()),
+                    result => {
+                        Some(self.parser.step_cache().summary(result)).filter(|s| s.is_plain())
+                    }
                 };
                 let (target, target_viable, child) = match plain {
                     Some(summary) => (summary.target(), summary.target_viable(), map),
@@ -663,7 +668,7 @@ impl Matcher {
                             // Rule calls make frames, which only real steps have (unless
                             // they only renew the state's own calls, see below).
                             result => {
-                                let step = self.step_cache().result(result);
+                                let step = self.parser.step_cache().result(result);
                                 step.new_frames > 0 && step.renewal.is_none()
                             }
                         };
@@ -672,7 +677,7 @@ impl Matcher {
                             position += node.subtree_len as usize;
                             continue;
                         }
-                        let step = self.step_cache().result(transition);
+                        let step = self.parser.step_cache().result(transition);
                         if step.escapes != 0 {
                             // Frames returned to callers outside the state: the walk also
                             // goes on from those callers, below this node (see
@@ -705,7 +710,7 @@ impl Matcher {
                             };
                             escape_nodes.push((group, position as u32));
                         }
-                        let step = self.step_cache().result(transition);
+                        let step = self.parser.step_cache().result(transition);
                         let child = match &step.renewal {
                             // Renewed frames stand for the frames they renew.
                             Some(renewal) => maps.compose(map, transition, renewal),
@@ -723,7 +728,7 @@ impl Matcher {
                     (target, count - 1)
                 } else if node.subtree_len >= COUNTED_MIN_SUBTREE
                     && plain.map_or_else(
-                        || self.step_cache().counted_view(target).is_some(),
+                        || self.parser.step_cache().counted_view(target).is_some(),
                         |summary| summary.target_counted(),
                     )
                 {
@@ -742,7 +747,7 @@ impl Matcher {
                 if node.subtree_len > 1
                     && count == UNCOUNTED
                     && plain.map_or_else(
-                        || self.step_cache().starts_literal_run(target),
+                        || self.parser.step_cache().starts_literal_run(target),
                         |summary| summary.target_literal(),
                     )
                 {
@@ -771,7 +776,7 @@ impl Matcher {
                 // however small: every token in it is accepted, without visiting its nodes
                 // (checked in a few instructions, where a walk costs tens per node).
                 if node.subtree_len > 1 && count == UNCOUNTED {
-                    let class = self.step_cache().state(target).loop_item_class;
+                    let class = self.parser.step_cache().state(target).loop_item_class;
                     if class != 0
                         && let Some(below) = trie.bytes_below_within(position, class)
                         && (below >> 127 == 0 || trie.valid_utf8_below(position))
@@ -811,21 +816,21 @@ impl Matcher {
 }
 
 /// Subtrees at least this big are walked through a repetition's twin loop when they
-/// enter its copies (see [`crate::step_cache::CountedView`]); smaller ones, through the
+/// enter its copies (see [`crate::automaton::step_cache::CountedView`]); smaller ones, through the
 /// copies (a few states, where checking the twin would cost as much).
 const COUNTED_MIN_SUBTREE: u32 = 16;
 
 /// The count of a walk's path outside a bounded repetition's twin loop (see
-/// [`crate::step_cache::CountedView`]).
+/// [`crate::automaton::step_cache::CountedView`]).
 pub(crate) const UNCOUNTED: u32 = u32::MAX;
 
 impl Matcher {
     /// The twin of `state` and the bytes of its class the copies still take, when a walk
-    /// may step through the twin (see [`crate::step_cache::CountedView`]): checked once
+    /// may step through the twin (see [`crate::automaton::step_cache::CountedView`]): checked once
     /// per state, by learning the twin's transitions on the class (with `frames` for the
     /// state's slots), that each goes back to the twin itself along the table.
     fn counted_walk_view(&mut self, state: StateId, frames: &[u32]) -> Option<(StateId, u32)> {
-        let view = self.step_cache().counted_view(state)?;
+        let view = self.parser.step_cache().counted_view(state)?;
         let loops = match view.loops {
             Some(loops) => loops,
             None => {
@@ -834,20 +839,22 @@ impl Matcher {
                 while bytes != 0 && loops {
                     let byte = bytes.trailing_zeros() as u8;
                     bytes &= bytes - 1;
-                    let mut transition = self.step_cache().transition(view.twin, byte);
+                    let mut transition = self.parser.step_cache().transition(view.twin, byte);
                     if transition == UNKNOWN || transition == NOT_CACHEABLE {
-                        transition = self.learn_inner_transition(view.twin, frames, byte);
+                        transition = self.parser.learn_inner_transition(view.twin, frames, byte);
                     }
                     // Back to the twin along the table: plain, or renewing its calls, or
                     // with returns to callers outside (escapes, resolved as anywhere).
                     loops = !matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN)
                         && {
-                            let step = self.step_cache().result(transition);
+                            let step = self.parser.step_cache().result(transition);
                             step.target == view.twin
                                 && (step.new_frames == 0 || step.renewal.is_some())
                         };
                 }
-                self.step_cache().set_counted_view_loops(state, loops);
+                self.parser
+                    .step_cache()
+                    .set_counted_view_loops(state, loops);
                 loops
             }
         };

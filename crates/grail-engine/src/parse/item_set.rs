@@ -7,7 +7,7 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::matcher::Item;
+use crate::graph::records::Item;
 
 /// A set of items, cleared in O(1) per step.
 #[derive(Debug, Clone, Default)]

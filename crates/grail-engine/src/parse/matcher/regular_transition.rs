@@ -2,7 +2,7 @@
 //! call's automaton (split nodes only: no rule call, no return).
 //!
 //! Most transitions a cold mask learns are such: the next letter of a key trie, a string
-//! character, a digit. The general way (`Matcher::learn_inner_transition`) pushes the
+//! character, a digit. The general way (`Parser::learn_inner_transition`) pushes the
 //! source state as a step, closes the byte's kernel with frames and caller links, and
 //! rolls both back; here the target's items come straight from the state's items, and
 //! the state key, interning and the recorded transition are the same as that way's (the
@@ -10,12 +10,13 @@
 //! A tail jump (`elide_tail_calls`) stays a jump here only where `close_step` keeps it
 //! one: no call is made, so only a second frame jumping to the same rule changes it.
 
-use crate::compile::{GrammarGraph, Node};
-use crate::matcher::{Item, Matcher, add};
-use crate::step_cache::{NEVER_CACHEABLE, NO_STATE, StateId};
-use crate::step_description::{describe_step, transition_template};
+use crate::automaton::step_cache::{NEVER_CACHEABLE, NO_STATE, StateId};
+use crate::graph::records::Item;
+use crate::graph::{GrammarGraph, Node};
+use crate::parse::matcher::{Parser, add};
+use crate::parse::step_description::{describe_step, transition_template};
 
-impl Matcher {
+impl Parser {
     /// Learns the transition of `state` (its slots standing for `frames`) on the byte
     /// whose kernel and carried items `scan_state_byte` left in the scratch, when its
     /// closure needs no rule call and no return. False, recording nothing and leaving the
@@ -124,8 +125,8 @@ mod tests {
     use std::collections::VecDeque;
 
     use crate::CompiledGrammar;
-    use crate::matcher::Matcher;
-    use crate::step_cache::{DEAD, NEVER_CACHEABLE, NOT_CACHEABLE, StateId, UNKNOWN};
+    use crate::Matcher;
+    use crate::automaton::step_cache::{DEAD, NEVER_CACHEABLE, NOT_CACHEABLE, StateId, UNKNOWN};
 
     /// What a matcher of `source`, compiled afresh (matchers of one compiled grammar share
     /// what they learn), learns exploring every byte from the state after `prefix`,
@@ -143,6 +144,7 @@ mod tests {
         matcher.accept_str(prefix).expect("the prefix matches");
         let mut frames = Vec::new();
         let start = matcher
+            .parser
             .current_state(&mut frames)
             .expect("the prefix's step is a cached state");
         let mut learned = Vec::new();
@@ -151,27 +153,33 @@ mod tests {
         let mut seen = vec![start];
         while let Some(state) = queue.pop_front() {
             for byte in 0..=255u8 {
-                if matcher.step_cache().transition(state, byte) != UNKNOWN {
+                if matcher.parser.step_cache().transition(state, byte) != UNKNOWN {
                     continue;
                 }
                 if regular_first {
-                    matcher.scan_state_byte(state, &frames, byte);
-                    let has_items =
-                        !matcher.scratch.kernel.is_empty() || !matcher.scratch.carried.is_empty();
-                    if has_items && matcher.learn_regular_transition(state, &frames, byte) {
+                    matcher.parser.scan_state_byte(state, &frames, byte);
+                    let has_items = !matcher.parser.scratch.kernel.is_empty()
+                        || !matcher.parser.scratch.carried.is_empty();
+                    if has_items
+                        && matcher
+                            .parser
+                            .learn_regular_transition(state, &frames, byte)
+                    {
                         regular += 1;
                     }
                 }
-                let entry = match matcher.step_cache().transition(state, byte) {
-                    UNKNOWN => matcher.learn_inner_transition_by(state, &frames, byte, false),
+                let entry = match matcher.parser.step_cache().transition(state, byte) {
+                    UNKNOWN => matcher
+                        .parser
+                        .learn_inner_transition_by(state, &frames, byte, false),
                     known => known,
                 };
                 let described = match entry {
                     DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN => format!("marker {entry}"),
                     result => {
-                        let transition = matcher.step_cache().result(result).clone();
+                        let transition = matcher.parser.step_cache().result(result).clone();
                         let target: StateId = transition.target;
-                        let data = matcher.step_cache().state(target);
+                        let data = matcher.parser.step_cache().state(target);
                         let summary = (data.items.clone(), data.accepting);
                         // Only transitions that keep the slots in place are followed (the
                         // frames stand for the same slots there).

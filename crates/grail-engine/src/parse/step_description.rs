@@ -1,9 +1,10 @@
 //! Describing steps for the step cache: frame slots, state keys and transition
 //! templates (see `step_cache.rs` for what they are for).
 
-use crate::compile::NodeId;
-use crate::matcher::{Frame, Item, Link, NO_LINK, Scratch};
-use crate::step_cache::{OUTSIDE, StateId, Transition};
+use crate::automaton::step_cache::{OUTSIDE, StateId, Transition};
+use crate::graph::NodeId;
+use crate::graph::records::{Frame, Item, Link, NO_LINK};
+use crate::parse::matcher::Scratch;
 
 /// The distinct frames of `items`, in the order the items meet them (slot order).
 pub(crate) fn frames_in_order(items: &[Item], frames: &mut Vec<u32>) {
@@ -19,9 +20,6 @@ pub(crate) fn frames_in_order(items: &[Item], frames: &mut Vec<u32>) {
 /// Most frames a cached state may span, and most words in its key.
 pub(crate) const MAX_STATE_SLOTS: usize = 64;
 const MAX_STATE_KEY: usize = 1024;
-
-/// The key [`describe_step`] gives a step with no items that is not accepting.
-pub(crate) const EMPTY_STEP_KEY: [u32; 2] = [0, 0];
 
 /// Turns the description of a one-item step that [`describe_step`] left in `scratch` into
 /// that of the same step with its item at `node` (same partial character, same frame):

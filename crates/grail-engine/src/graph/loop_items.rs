@@ -10,8 +10,8 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::compile::{GrammarGraph, Node, NodeId};
-use crate::utf8::Partial;
+use crate::graph::utf8::Partial;
+use crate::graph::{GrammarGraph, Node, NodeId};
 
 /// How many split nodes the search for a way back to a node may visit, and how many
 /// nodes it may look at (a loop's way back is a few splits: the loop's own and its

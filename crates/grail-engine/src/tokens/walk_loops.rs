@@ -4,10 +4,10 @@
 //! `Matcher::uniform_character_start`). Facts are learned on first need and kept per
 //! state (`step_cache::LoopFacts`).
 
-use crate::compile::Node;
-use crate::matcher::Matcher;
-use crate::step_cache::{DEAD, NEVER_CACHEABLE, NOT_CACHEABLE, StateId, UNKNOWN};
-use crate::utf8::Partial;
+use crate::automaton::step_cache::{DEAD, NEVER_CACHEABLE, NOT_CACHEABLE, StateId, UNKNOWN};
+use crate::graph::Node;
+use crate::graph::utf8::Partial;
+use crate::tokens::matcher::Matcher;
 
 impl Matcher {
     /// True when `state` steps to itself on every byte of `bytes` ([`grail_vocab::byte_bit`]
@@ -16,7 +16,7 @@ impl Matcher {
     /// see [`Matcher::loops_on_non_ascii`]). Learns the transitions it needs (its slots
     /// standing for `frames`) and remembers the answer per bit.
     pub(crate) fn loops_on(&mut self, state: StateId, frames: &[u32], bytes: u128) -> bool {
-        let mut facts = self.step_cache().loop_bytes(state);
+        let mut facts = self.parser.step_cache().loop_bytes(state);
         if bytes & facts.breaks != 0 {
             return false;
         }
@@ -50,7 +50,7 @@ impl Matcher {
                 }
             }
         }
-        self.step_cache().remember_loop_bytes(state, facts);
+        self.parser.step_cache().remember_loop_bytes(state, facts);
         all_loop
     }
 
@@ -65,13 +65,13 @@ impl Matcher {
         frames: &[u32],
         min_bytes: u32,
     ) -> u128 {
-        let data = self.step_cache().state(state);
+        let data = self.parser.step_cache().state(state);
         if data.items.iter().any(|item| !item.1.is_none()) {
             return 0;
         }
         let takes_non_ascii = data.takes_non_ascii;
         let live = (1..0x7Fu8)
-            .filter(|&byte| self.step_cache().transition(state, byte) != DEAD)
+            .filter(|&byte| self.parser.step_cache().transition(state, byte) != DEAD)
             .fold(0u128, |live, byte| live | 1 << byte);
         // Not worth learning every byte's step when too few can loop.
         let mut possible = live.count_ones() + 1;
@@ -101,7 +101,7 @@ impl Matcher {
                 return 0;
             }
         }
-        let facts = self.step_cache().loop_bytes(state);
+        let facts = self.parser.step_cache().loop_bytes(state);
         facts.loops & !facts.escaping
     }
 
@@ -112,9 +112,10 @@ impl Matcher {
         match bit {
             0 | 127 => 1 << bit,
             _ => {
-                let class = self
-                    .step_cache()
-                    .ascii_class_of(self.graph(), state, bit as u8);
+                let class =
+                    self.parser
+                        .step_cache()
+                        .ascii_class_of(self.parser.graph(), state, bit as u8);
                 (class & !(1 | 1 << 127)) | 1 << bit
             }
         }
@@ -124,7 +125,7 @@ impl Matcher {
     /// whether that transition also returns to callers outside the state.
     fn loop_escapes(&mut self, state: StateId, frames: &[u32], byte: u8) -> Option<bool> {
         let transition = self.step_to(state, frames, byte, true)?;
-        let result = self.step_cache().result(transition);
+        let result = self.parser.step_cache().result(transition);
         (result.target == state).then_some(result.escapes != 0)
     }
 
@@ -142,7 +143,7 @@ impl Matcher {
         frames: &[u32],
     ) -> Option<&'t [u32]> {
         let below = trie.bytes_below(position);
-        let facts = self.step_cache().loop_bytes(state);
+        let facts = self.parser.step_cache().loop_bytes(state);
         // Past ASCII, the bytes below must be valid UTF-8 (the state loops on such
         // characters only between characters).
         let utf8_ok = below >> 127 == 0 || trie.valid_utf8_below(position);
@@ -152,10 +153,10 @@ impl Matcher {
         let ascii = below & !(1 << 127);
         if below >> 127 == 0
             || !trie.ascii_path(position)
-            || self.step_cache().state(state).takes_non_ascii
-            || ascii & self.step_cache().loop_bytes(state).breaks != 0
+            || self.parser.step_cache().state(state).takes_non_ascii
+            || ascii & self.parser.step_cache().loop_bytes(state).breaks != 0
             || !self.loops_on(state, frames, ascii)
-            || ascii & self.step_cache().loop_bytes(state).escaping != 0
+            || ascii & self.parser.step_cache().loop_bytes(state).escaping != 0
         {
             return None;
         }
@@ -172,14 +173,14 @@ impl Matcher {
         byte: u8,
         allow_escapes: bool,
     ) -> Option<u32> {
-        let mut transition = self.step_cache().transition(state, byte);
+        let mut transition = self.parser.step_cache().transition(state, byte);
         if transition == UNKNOWN || transition == NOT_CACHEABLE {
-            transition = self.learn_inner_transition(state, frames, byte);
+            transition = self.parser.learn_inner_transition(state, frames, byte);
         }
         if matches!(transition, DEAD | NOT_CACHEABLE | NEVER_CACHEABLE | UNKNOWN) {
             return None;
         }
-        let step = self.step_cache().result(transition);
+        let step = self.parser.step_cache().result(transition);
         if step.escapes != 0 && !allow_escapes {
             return None;
         }
@@ -196,7 +197,7 @@ impl Matcher {
         byte: u8,
     ) -> Option<StateId> {
         let transition = self.step_to(state, frames, byte, false)?;
-        Some(self.step_cache().result(transition).target)
+        Some(self.parser.step_cache().result(transition).target)
     }
 
     /// When `state` is inside a character (every item has begun the same one) and every
@@ -208,8 +209,8 @@ impl Matcher {
         state: StateId,
         frames: &[u32],
     ) -> Option<(StateId, Partial)> {
-        let graph = self.graph();
-        let items = &self.step_cache().state(state).items;
+        let graph = self.parser.graph();
+        let items = &self.parser.step_cache().state(state).items;
         let partial = items.first()?.1;
         if partial.is_none() {
             return None;
@@ -276,9 +277,9 @@ impl Matcher {
     /// True when every character past ASCII takes `state` to `target` (see
     /// [`Matcher::loops_on_non_ascii`]).
     fn steps_on_non_ascii_to(&mut self, state: StateId, frames: &[u32], target: StateId) -> bool {
-        let graph = self.graph();
+        let graph = self.parser.graph();
         let mut some_accept = false;
-        for &(node, partial, _) in self.step_cache().state(state).items.iter() {
+        for &(node, partial, _) in self.parser.step_cache().state(state).items.iter() {
             if !partial.is_none() {
                 return false;
             }
@@ -301,7 +302,7 @@ impl Matcher {
 
 #[cfg(test)]
 mod tests {
-    use crate::test_support::matcher_after;
+    use crate::tokens::test_support::matcher_after;
 
     /// A key that is one of some names or any other string (a declared and an undeclared
     /// property), and a string of any characters but a few.
@@ -333,7 +334,7 @@ mod tests {
                     by_byte |= 1 << bit;
                 }
             }
-            let escaping = each.step_cache().loop_bytes(state).escaping;
+            let escaping = each.parser.step_cache().loop_bytes(state).escaping;
             assert_eq!(class, by_byte & !escaping, "after {prefix:?}");
             let (mut bounded, state, frames) = matcher_after(source, prefix);
             let at_least_32 = bounded.closed_loop_class(state, &frames, 32);

@@ -5,9 +5,9 @@
 
 use grail_vocab::{VocabularyIndex, set_ids};
 
-use crate::matcher::Matcher;
-use crate::pure_walk::TrieRange;
-use crate::step_cache::{DEAD, EscapeGroup};
+use crate::automaton::step_cache::{DEAD, EscapeGroup};
+use crate::tokens::matcher::Matcher;
+use crate::tokens::pure_walk::TrieRange;
 
 impl Matcher {
     /// Walks on below the nodes of escape groups: from the step where the group's frames
@@ -48,13 +48,16 @@ impl Matcher {
         };
         pick(returning, &mut buffers.frames);
         pick(inside, &mut buffers.other_frames);
-        if self.push_return_step(&buffers.frames, &buffers.other_frames) {
-            let viable = self.is_viable();
+        if self
+            .parser
+            .push_return_step(&buffers.frames, &buffers.other_frames)
+        {
+            let viable = self.parser.is_viable();
             // Each child (with its subtree) from the callers' step, skipping the bytes a
             // cached step refuses.
-            let state = self.current_state(&mut buffers.frames);
+            let state = self.parser.current_state(&mut buffers.frames);
             let live = |byte: u8| {
-                state.is_none_or(|state| self.step_cache().transition(state, byte) != DEAD)
+                state.is_none_or(|state| self.parser.step_cache().transition(state, byte) != DEAD)
             };
             match escape {
                 EscapeNodes::Remembered(group) => {
@@ -94,7 +97,7 @@ impl Matcher {
                 }),
                 _ => self.walk_ranges(index, words, &buffers.ranges),
             }
-            self.rollback(1);
+            self.parser.rollback(1);
         }
         self.walk_buffers.give_back(buffers);
     }

@@ -6,9 +6,9 @@
 //! keeps them in a pool: walks nest (one level per rule call or return met along a
 //! token), and each level takes its own buffers and gives them back.
 
-use crate::pure_walk::{BulkOdds, TrieRange};
-use crate::step_cache::StateId;
-use crate::utf8::Partial;
+use crate::automaton::step_cache::StateId;
+use crate::graph::utf8::Partial;
+use crate::tokens::pure_walk::{BulkOdds, TrieRange};
 
 /// The buffers of one table walk (contents are meaningless between walks).
 #[derive(Debug, Default)]
@@ -59,7 +59,7 @@ impl WalkBufferPool {
 
     /// Bytes of the heap buffers kept.
     pub(crate) fn heap_bytes(&self) -> usize {
-        use crate::matcher::vec_bytes;
+        use crate::parse::matcher::vec_bytes;
         self.0
             .iter()
             .map(|buffers| {

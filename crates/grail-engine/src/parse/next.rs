@@ -1,8 +1,8 @@
 //! What may come next: next-character rules (CHAR, CHAR_EXCLUDE, END, as the `gbnf` npm
 //! package reports them), token rules, and the forced continuation.
 
-use crate::compile::{Node, TokenSet};
-use crate::matcher::Matcher;
+use crate::graph::{Node, TokenSet};
+use crate::parse::matcher::Parser;
 use grail_grammar::ScalarSet;
 
 /// One rule about what may come next.
@@ -35,8 +35,8 @@ pub struct NextCharacters {
     pub end: bool,
 }
 
-impl Matcher {
-    /// Writes into `key` all that [`Matcher::next_characters`] depends on: the current
+impl Parser {
+    /// Writes into `key` all that [`Parser::next_characters`] depends on: the current
     /// items' grammar positions and partial characters, and whether the input may end
     /// here; not the stack of callers below them. Equal keys give equal rules, so a
     /// caller that reports the rules at every step (the `gbnf`-style Node API) can cache
@@ -172,7 +172,7 @@ impl Matcher {
 }
 
 /// The scalars a consuming node accepts.
-fn edge_set(matcher: &Matcher, node: Node) -> ScalarSet {
+fn edge_set(matcher: &Parser, node: Node) -> ScalarSet {
     let graph = matcher.graph();
     match node {
         Node::Char { code_point, .. } => ScalarSet::from_ranges([(code_point, code_point)]),

@@ -25,7 +25,7 @@ use grail_grammar::analysis::{nullable_rules, references, sequence_is_nullable};
 use grail_grammar::{Grammar, Repetition, Rule, Sequence, Symbol, SymbolKind};
 use rustc_hash::FxHashMap;
 
-use crate::inline::{node_estimate, rule_sizes};
+use crate::compile::inline::{node_estimate, rule_sizes};
 
 /// A repetition whose item can be empty is rewritten when it is unrolled into at least
 /// this many copies.
@@ -59,7 +59,7 @@ pub(crate) struct Analysis {
     pub(crate) references: Vec<Vec<u32>>,
     /// `inline[rule]`: compiled at its call sites (`crate::inline`).
     pub(crate) inline: Vec<bool>,
-    /// About how many nodes the compiled graph takes (`crate::inline::node_estimate`).
+    /// About how many nodes the compiled graph takes (`crate::compile::inline::node_estimate`).
     pub(crate) node_estimate: usize,
 }
 
