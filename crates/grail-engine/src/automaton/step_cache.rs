@@ -15,7 +15,7 @@
 //! bytes that the same items take share one learned transition.
 //!
 //! The cache also keeps, per state, which bytes loop back to it, and the token-trie walks
-//! remembered per state and trie range (`pure_walk.rs`). One cache serves every matcher
+//! remembered per state and trie range (`table_walk.rs`). One cache serves every matcher
 //! of a (grammar, vocabulary) pair, on any thread (`learned.rs`): what one matcher learns
 //! the others use from their next byte. Readers take no lock: states, transitions and
 //! their summaries are append-only records and atomic tables (`shared_chunks.rs`),

@@ -17,7 +17,7 @@ use grail_vocab::TokenTrie;
 use crate::automaton::step_cache::{StateId, continues_literal_run};
 use crate::graph::Node;
 use crate::tokens::matcher::Matcher;
-use crate::tokens::pure_walk::TokenSink;
+use crate::tokens::table_walk::TokenSink;
 
 /// How a walk down a literal run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

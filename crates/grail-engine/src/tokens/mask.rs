@@ -8,7 +8,7 @@
 //! Masks are remembered by parse state (`mask_cache.rs`). A new state's text part walks
 //! the vocabulary's token trie depth first, one matcher step per trie node, skipping the
 //! subtree of any byte the grammar refuses; from a step-cache state, the part of the walk
-//! that stays in cached transitions is remembered per state (`pure_walk.rs`). Walks leave
+//! that stays in cached transitions is remembered per state (`table_walk.rs`). Walks leave
 //! the matcher exactly where it was (they roll every step back).
 
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use crate::error::AcceptError;
 use crate::graph::Node;
 use crate::graph::records::Item;
 use crate::tokens::matcher::Matcher;
-use crate::tokens::pure_walk::TrieRange;
+use crate::tokens::table_walk::TrieRange;
 use crate::tokens::twin::{TooLong, TwinPlan};
 
 /// Trie ranges at least this big (or a sixteenth of the trie, in small vocabularies) are

@@ -1,5 +1,5 @@
 //! The token layer: masks over a vocabulary (`mask.rs`), computed by walking the token
-//! trie along the automaton's transitions (`pure_walk.rs`, `walk_escapes.rs`,
+//! trie along the automaton's transitions (`table_walk.rs`, `walk_escapes.rs`,
 //! `walk_loops.rs`, `literal_run.rs`, `twin.rs`), batches of sequences (`batch.rs`),
 //! drafts for speculative decoding (`speculative.rs`) and jump-forward tokens
 //! (`jump_forward.rs`).
@@ -9,8 +9,8 @@ pub(crate) mod jump_forward;
 pub(crate) mod literal_run;
 pub(crate) mod mask;
 pub(crate) mod matcher;
-pub(crate) mod pure_walk;
 pub(crate) mod speculative;
+pub(crate) mod table_walk;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub(crate) mod twin;

@@ -8,7 +8,7 @@
 
 use crate::automaton::step_cache::StateId;
 use crate::graph::utf8::Partial;
-use crate::tokens::pure_walk::{BulkOdds, TrieRange};
+use crate::tokens::table_walk::{BulkOdds, TrieRange};
 
 /// The buffers of one table walk (contents are meaningless between walks).
 #[derive(Debug, Default)]

@@ -1,5 +1,5 @@
 //! Escapes of token-trie walks: where frames of the walk's state return to callers outside
-//! it, the walk goes on below those nodes from the callers' step (see `pure_walk.rs`).
+//! it, the walk goes on below those nodes from the callers' step (see `table_walk.rs`).
 //! One return step per group of nodes that the same frames escaped from; each child's
 //! byte looked up once per group; every surviving child walked in one table walk.
 
@@ -7,7 +7,7 @@ use grail_vocab::{VocabularyIndex, set_ids};
 
 use crate::automaton::step_cache::{DEAD, EscapeGroup};
 use crate::tokens::matcher::Matcher;
-use crate::tokens::pure_walk::TrieRange;
+use crate::tokens::table_walk::TrieRange;
 
 impl Matcher {
     /// Walks on below the nodes of escape groups: from the step where the group's frames
