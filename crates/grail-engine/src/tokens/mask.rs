@@ -47,6 +47,12 @@ impl Matcher {
         self.vocabulary.as_ref()
     }
 
+    fn index_ref(&self) -> &Arc<VocabularyIndex> {
+        self.vocabulary
+            .as_ref()
+            .expect("token operations need a matcher made with Matcher::with_vocabulary")
+    }
+
     fn index(&self) -> Arc<VocabularyIndex> {
         self.vocabulary
             .clone()
@@ -139,7 +145,7 @@ impl Matcher {
     /// Without a vocabulary, or when `mask` is smaller than the vocabulary.
     pub fn fill_mask(&mut self, mask: &mut TokenBitmask) {
         assert!(
-            mask.len() >= self.index().vocabulary().len(),
+            mask.len() >= self.index_ref().vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
         self.fill_mask_words(mask.words_mut());
@@ -153,7 +159,11 @@ impl Matcher {
     /// Without a vocabulary, or when `words` holds fewer bits than the vocabulary has
     /// tokens.
     pub fn fill_mask_words(&mut self, words: &mut [u32]) {
-        let index = self.index();
+        self.with_vocabulary_lent(|matcher, index| matcher.fill_mask_words_with(index, words));
+    }
+
+    /// [`Matcher::fill_mask_words`] with the matcher's vocabulary lent out.
+    fn fill_mask_words_with(&mut self, index: &Arc<VocabularyIndex>, words: &mut [u32]) {
         assert!(
             words.len() * 32 >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
@@ -162,18 +172,18 @@ impl Matcher {
         // In a bounded repetition, the mask comes from its twin loop (`counted.rs`): one
         // state for every position far from the bound, and near it, one state less the
         // tokens too long for the copies left.
-        let Some(plan) = self.twin_plan(&index) else {
-            return self.fill_mask_here(&index, mask);
+        let Some(plan) = self.twin_plan(index) else {
+            return self.fill_mask_here(index, mask);
         };
         let Some(too_long) = plan.too_long else {
-            return self.fill_twin_mask(&index, &plan.items, mask);
+            return self.fill_twin_mask(index, &plan.items, mask);
         };
         let (mut key, mut slots) = (Vec::new(), Vec::new());
         let cacheable = self.mask_cache_key(Some(&plan), &mut key, &mut slots);
         if cacheable && self.cached_mask(&key, mask) {
             return;
         }
-        self.fill_twin_mask(&index, &plan.items, mask);
+        self.fill_twin_mask(index, &plan.items, mask);
         let too_long = match too_long {
             TooLong::Run { class, run } => index.tokens_with_run_longer_than(class, run),
             TooLong::JsonUnits(units) => index.tokens_with_json_units_more_than(units),
@@ -196,12 +206,22 @@ impl Matcher {
     /// Without a vocabulary, or when `words` holds fewer bits than the vocabulary has
     /// tokens.
     pub fn fill_mask_words_if_cached(&mut self, words: &mut [u32]) -> bool {
-        let index = self.index();
+        self.with_vocabulary_lent(|matcher, index| {
+            matcher.fill_mask_words_if_cached_with(index, words)
+        })
+    }
+
+    /// [`Matcher::fill_mask_words_if_cached`] with the matcher's vocabulary lent out.
+    fn fill_mask_words_if_cached_with(
+        &mut self,
+        index: &Arc<VocabularyIndex>,
+        words: &mut [u32],
+    ) -> bool {
         assert!(
             words.len() * 32 >= index.vocabulary().len(),
             "the mask is smaller than the vocabulary"
         );
-        let plan = self.twin_plan(&index);
+        let plan = self.twin_plan(index);
         let (mut key, mut slots) = self.parser.take_key_buffers();
         let described = self.mask_cache_key(plan.as_ref(), &mut key, &mut slots);
         let served = described && self.cached_mask(&key, words);

@@ -257,12 +257,38 @@ impl Matcher {
         self.parser.forced(max_chars)
     }
 
-    /// Keeps `twin_bounds` (worked out by this matcher) for the grammar's later matchers.
-    pub(crate) fn share_twin_bounds(&self, twin_bounds: &Arc<[u32]>) {
+    /// Keeps `twin_bounds` (worked out by this matcher with `vocabulary`, its own) for the
+    /// grammar's later matchers.
+    pub(crate) fn share_twin_bounds(
+        &self,
+        vocabulary: &Arc<VocabularyIndex>,
+        twin_bounds: &Arc<[u32]>,
+    ) {
         self.parser
             .grammar()
             .learned
-            .hand_back_twin_bounds(self.vocabulary.as_ref(), twin_bounds);
+            .hand_back_twin_bounds(Some(vocabulary), twin_bounds);
+    }
+
+    /// Runs `work` with the vocabulary lent out of the matcher: moving the `Arc` out and
+    /// back leaves its count alone, which the matchers of a batch on several threads share
+    /// (cloning it at every mask bounced its cache line between their cores). The
+    /// vocabulary is put back if `work` panics.
+    ///
+    /// # Panics
+    /// Without a vocabulary.
+    pub(crate) fn with_vocabulary_lent<R>(
+        &mut self,
+        work: impl FnOnce(&mut Matcher, &Arc<VocabularyIndex>) -> R,
+    ) -> R {
+        let vocabulary = self
+            .vocabulary
+            .take()
+            .expect("token operations need a matcher made with Matcher::with_vocabulary");
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(self, &vocabulary)));
+        self.vocabulary = Some(vocabulary);
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Bytes this matcher holds of its own (its parse history, working buffers and

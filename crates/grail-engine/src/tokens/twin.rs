@@ -15,10 +15,13 @@ use crate::tokens::matcher::Matcher;
 impl Matcher {
     /// For each copy with a twin, the copies that must remain for a mask to read it as
     /// the twin: the longest run of its class a token starts with, or the longest token.
-    fn twin_bounds(&mut self, index: &VocabularyIndex) -> Arc<[u32]> {
-        if let Some(bounds) = &self.twin_bounds {
-            return bounds.clone();
+    /// Works them out on first need (`self.twin_bounds`), with `vocabulary`, the
+    /// matcher's.
+    fn ensure_twin_bounds(&mut self, vocabulary: &Arc<VocabularyIndex>) {
+        if self.twin_bounds.is_some() {
+            return;
         }
+        let index = &**vocabulary;
         // Copies are many (every copy of every bounded repetition) and their classes
         // few: each class is asked of the vocabulary once (its memo takes a lock).
         let mut runs: Vec<(u128, u32)> = Vec::new();
@@ -42,9 +45,8 @@ impl Matcher {
                 (None, None) => index.longest_text(),
             })
             .collect();
-        self.share_twin_bounds(&bounds);
-        self.twin_bounds = Some(bounds.clone());
-        bounds
+        self.share_twin_bounds(vocabulary, &bounds);
+        self.twin_bounds = Some(bounds);
     }
 }
 
@@ -82,11 +84,13 @@ impl Matcher {
     /// minus the tokens that start with more bytes of the class than copies remain: a
     /// token whose run is longer would need more copies, and nothing else could take
     /// the rest of its run.
-    pub(crate) fn twin_plan(&mut self, index: &VocabularyIndex) -> Option<TwinPlan> {
+    pub(crate) fn twin_plan(&mut self, vocabulary: &Arc<VocabularyIndex>) -> Option<TwinPlan> {
         if self.parser.graph().counted.is_empty() {
             return None;
         }
-        let bounds = self.twin_bounds(index);
+        self.ensure_twin_bounds(vocabulary);
+        // Borrowed, not cloned: forks on other threads share the bounds' count.
+        let bounds = self.twin_bounds.as_deref()?;
         let graph = self.parser.graph();
         let items = self.parser.current_items();
         let copy_of =
