@@ -1,5 +1,7 @@
 //! `Matcher`: a parse state over one grammar and vocabulary — tokens in, masks out.
 
+use std::collections::VecDeque;
+
 use grail_engine::{Matcher as RustMatcher, NextRule};
 use grail_vocab::TokenBitmask;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
@@ -15,6 +17,8 @@ use crate::vocabulary::Vocabulary;
 /// bitmask (bit t of the row set: token t allowed), with the GIL released, so the rows of
 /// a batch can be filled from threads (one matcher per thread at a time).
 /// `accept_token` moves on; `rollback` undoes tokens (speculative decoding, retries).
+/// With `max_rollback_tokens=k`, only the last k tokens can be rolled back, and the
+/// matcher's memory stays bounded however long the text.
 #[pyclass(module = "grail_gbnf")]
 pub struct Matcher {
     pub(crate) inner: RustMatcher,
@@ -25,8 +29,12 @@ pub struct Matcher {
     last_target: Option<(Py<PyAny>, BitmaskTarget)>,
     /// An end-of-generation token was accepted: nothing may follow.
     pub(crate) ended: bool,
-    /// `ended` before each accepted token (for rollback).
-    ended_history: Vec<bool>,
+    /// `ended` before each accepted token that can still be rolled back (the last
+    /// `max_rollback_tokens`, when limited).
+    ended_history: VecDeque<bool>,
+    /// The most tokens `rollback` can undo (None: all); the engine keeps history for
+    /// them (`set_token_history_limit`).
+    max_rollback_tokens: Option<usize>,
 }
 
 /// Where a bitmask argument's int32 words are: its address, rows and words per row.
@@ -137,17 +145,34 @@ pub(crate) fn bitmask_target(bitmask: &Bound<'_, PyAny>) -> PyResult<BitmaskTarg
 
 #[pymethods]
 impl Matcher {
-    /// A matcher at the start of `grammar`, taking tokens of `vocabulary`.
+    /// A matcher at the start of `grammar`, taking tokens of `vocabulary`. With
+    /// `max_rollback_tokens=k`, history is kept to roll back the last k tokens only
+    /// (xgrammar's `max_rollback_tokens`): memory stays bounded instead of growing with
+    /// the text.
     #[new]
-    fn new(grammar: &Grammar, vocabulary: &Vocabulary) -> Matcher {
+    #[pyo3(signature = (grammar, vocabulary, max_rollback_tokens = None))]
+    fn new(
+        grammar: &Grammar,
+        vocabulary: &Vocabulary,
+        max_rollback_tokens: Option<usize>,
+    ) -> Matcher {
         let size = vocabulary.index.vocabulary().len();
+        let mut inner = RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone());
+        inner.set_token_history_limit(max_rollback_tokens);
         Matcher {
-            inner: RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone()),
+            inner,
             mask: TokenBitmask::new(size),
             last_target: None,
             ended: false,
-            ended_history: Vec::new(),
+            ended_history: VecDeque::new(),
+            max_rollback_tokens,
         }
+    }
+
+    /// The most tokens `rollback` can undo (None: every token accepted).
+    #[getter]
+    fn max_rollback_tokens(&self) -> Option<usize> {
+        self.max_rollback_tokens
     }
 
     /// Accepts token `token_id`: True when the grammar allows it; False, with the state
@@ -160,7 +185,13 @@ impl Matcher {
         if self.inner.accept_token(token_id).is_err() {
             return false;
         }
-        self.ended_history.push(self.ended);
+        self.ended_history.push_back(self.ended);
+        if self
+            .max_rollback_tokens
+            .is_some_and(|limit| self.ended_history.len() > limit)
+        {
+            self.ended_history.pop_front();
+        }
         if self
             .inner
             .vocabulary()
@@ -175,6 +206,16 @@ impl Matcher {
     /// Accepts `token_ids` in order, all or nothing: True when every one was accepted;
     /// False, with the state unchanged, when one was refused.
     fn accept_tokens(&mut self, token_ids: Vec<u32>) -> bool {
+        if self.beyond_rollback(token_ids.len()) {
+            // More tokens than can be rolled back: on a copy, kept if all are accepted.
+            let mut copy = self.fork();
+            if !token_ids.iter().all(|&token| copy.accept_token(token)) {
+                return false;
+            }
+            copy.last_target = self.last_target.take();
+            *self = copy;
+            return true;
+        }
         for (accepted, &token) in token_ids.iter().enumerate() {
             if !self.accept_token(token) {
                 self.rollback(accepted).expect("the tokens just accepted");
@@ -187,13 +228,13 @@ impl Matcher {
     /// How many of `token_ids`, from the first, the grammar accepts one after another (a
     /// draft checked for speculative decoding), without moving the matcher.
     fn validate_tokens(&mut self, token_ids: Vec<u32>) -> usize {
-        let accepted = token_ids
-            .iter()
-            .take_while(|&&token| self.accept_token(token))
-            .count();
-        self.rollback(accepted)
-            .expect("the tokens just accepted can be rolled back");
-        accepted
+        self.on_draft(token_ids.len(), |matcher| {
+            let accepted = token_ids
+                .iter()
+                .take_while(|&&token| matcher.accept_token(token))
+                .count();
+            (accepted, accepted)
+        })
     }
 
     /// Accepts text (not tokens): True when the grammar allows it (the state unchanged
@@ -213,16 +254,23 @@ impl Matcher {
         }
     }
 
-    /// Undoes the last `tokens` accepted tokens. Raises ValueError when fewer were
-    /// accepted.
+    /// Undoes the last `tokens` accepted tokens. Raises ValueError, changing nothing,
+    /// when fewer were accepted (or, with `max_rollback_tokens`, are kept).
     #[pyo3(signature = (tokens = 1))]
     fn rollback(&mut self, tokens: usize) -> PyResult<()> {
         if tokens == 0 {
             return Ok(());
         }
+        // `ended_history` holds at most the tokens the engine keeps (the last
+        // `max_rollback_tokens`, which the engine trims to no fewer), so the engine's
+        // refusal after this check cannot happen; it changes nothing if it does.
         if tokens > self.ended_history.len() || !self.inner.rollback_tokens(tokens) {
+            let kept = match self.max_rollback_tokens {
+                Some(limit) => format!(" (max_rollback_tokens={limit})"),
+                None => String::new(),
+            };
             return Err(PyValueError::new_err(format!(
-                "cannot roll back {tokens} tokens: {} are in the history",
+                "cannot roll back {tokens} tokens: {} are in the history{kept}",
                 self.ended_history.len()
             )));
         }
@@ -264,39 +312,9 @@ impl Matcher {
         bitmask: &Bound<'_, PyAny>,
         index: usize,
     ) -> PyResult<()> {
-        let cached = self
-            .last_target
-            .as_ref()
-            .filter(|(object, _)| object.bind(py).is(bitmask))
-            .map(|(_, target)| *target);
-        // Only a numpy array (the one kind remembered) is written with the GIL released:
-        // another thread could free or move a torch tensor's storage (`resize_`, `set_`)
-        // meanwhile.
-        let (target, numpy) = match cached {
-            Some(target) => (target, true),
-            None => {
-                let target = bitmask_target(bitmask)?;
-                let numpy = is_exact_ndarray(bitmask);
-                self.last_target = numpy.then(|| (bitmask.clone().unbind(), target));
-                (target, numpy)
-            }
-        };
-        let BitmaskTarget {
-            address,
-            rows,
-            width,
-        } = target;
-        let words = self.mask.words().len();
-        if width < words {
-            return Err(PyValueError::new_err(format!(
-                "the bitmask rows hold {width} words; this vocabulary needs {words} (allocate_token_bitmask(batch, vocab.size))"
-            )));
-        }
-        if index >= rows {
-            return Err(PyIndexError::new_err(format!(
-                "row {index} of a bitmask of {rows} rows"
-            )));
-        }
+        let (target, numpy) = self.target_of(bitmask)?;
+        let words = self.check_rows(&target, index, 1)?;
+        let BitmaskTarget { address, width, .. } = target;
         // Writes the mask into `row`'s first `words` words and clears the rest.
         let fill_row = move |matcher: &mut RustMatcher, ended: bool, row: &mut [u32]| {
             let (used, spare) = row.split_at_mut(words);
@@ -353,6 +371,54 @@ impl Matcher {
             row[words..].fill(0);
         }
         Ok(())
+    }
+
+    /// The masks along a draft, for speculative decoding: row `index + i` of `bitmask`
+    /// gets the tokens allowed after `draft[:i]` (as `fill_next_token_bitmask` writes a
+    /// row), for `i` from 0 until a token of the draft is refused or the draft ends;
+    /// rows past that are left as they are. Returns how many rows were filled (one more
+    /// than the tokens `validate_tokens` accepts). The bitmask needs `len(draft) + 1`
+    /// rows from `index`. The matcher does not move; the GIL is released while the
+    /// masks are computed.
+    #[pyo3(signature = (draft, bitmask, index = 0))]
+    fn fill_draft_bitmasks(
+        &mut self,
+        py: Python<'_>,
+        draft: Vec<u32>,
+        bitmask: &Bound<'_, PyAny>,
+        index: usize,
+    ) -> PyResult<usize> {
+        let (target, _) = self.target_of(bitmask)?;
+        let words = self.check_rows(&target, index, draft.len() + 1)?;
+        let size = self.vocabulary_size();
+        if let Some((position, id)) = draft
+            .iter()
+            .enumerate()
+            .find(|&(_, &id)| id as usize >= size)
+        {
+            return Err(PyValueError::new_err(format!(
+                "token {id} (position {position} of the draft) is not in this vocabulary of {size} tokens"
+            )));
+        }
+        // Computed into a buffer of its own with the GIL released, then written into the
+        // caller's rows with it held (no Python code can free or move them then).
+        let mut rows = vec![0u32; words * (draft.len() + 1)];
+        let filled = py.detach(|| self.draft_rows(&draft, words, &mut rows));
+        for (position, row) in rows.chunks(words).take(filled).enumerate() {
+            // SAFETY: `bitmask_target` checked that the object is a writable,
+            // C-contiguous int32 array of `rows` × `width` elements at `address`,
+            // `check_rows` that rows `index..index + draft.len() + 1` exist, and the GIL is
+            // held while the row is written.
+            let out: &mut [u32] = unsafe {
+                std::slice::from_raw_parts_mut(
+                    (target.address as *mut u32).add((index + position) * target.width),
+                    target.width,
+                )
+            };
+            out[..words].copy_from_slice(row);
+            out[words..].fill(0);
+        }
+        Ok(filled)
     }
 
     /// The tokens allowed next, as a sorted list of ids (slower than the bitmask; for
@@ -476,6 +542,7 @@ impl Matcher {
             last_target: None,
             ended: self.ended,
             ended_history: self.ended_history.clone(),
+            max_rollback_tokens: self.max_rollback_tokens,
         }
     }
 
@@ -485,5 +552,127 @@ impl Matcher {
             self.ended_history.len(),
             self.inner.is_accepting()
         )
+    }
+}
+
+impl Matcher {
+    /// Where `bitmask`'s words are, and whether it is exactly a numpy array (the one kind
+    /// remembered, and written with the GIL released): a step's call with the array of
+    /// the last call skips reading `__array_interface__` again.
+    fn target_of(&mut self, bitmask: &Bound<'_, PyAny>) -> PyResult<(BitmaskTarget, bool)> {
+        let py = bitmask.py();
+        if let Some((_, target)) = self
+            .last_target
+            .as_ref()
+            .filter(|(object, _)| object.bind(py).is(bitmask))
+        {
+            return Ok((*target, true));
+        }
+        let target = bitmask_target(bitmask)?;
+        let numpy = is_exact_ndarray(bitmask);
+        self.last_target = numpy.then(|| (bitmask.clone().unbind(), target));
+        Ok((target, numpy))
+    }
+
+    /// Checks that `target`'s rows hold this vocabulary's mask and that rows
+    /// `index..index + count` exist; returns the words of a mask.
+    fn check_rows(&self, target: &BitmaskTarget, index: usize, count: usize) -> PyResult<usize> {
+        let words = self.mask.words().len();
+        if target.width < words {
+            return Err(PyValueError::new_err(format!(
+                "the bitmask rows hold {} words; this vocabulary needs {words} (allocate_token_bitmask(batch, vocab.size))",
+                target.width
+            )));
+        }
+        let rows = target.rows;
+        if index.checked_add(count).is_none_or(|end| end > rows) {
+            return Err(PyIndexError::new_err(match count {
+                1 => format!("row {index} of a bitmask of {rows} rows"),
+                _ => format!(
+                    "rows {index} to {} of a bitmask of {rows} rows (a row per draft token and one more)",
+                    index.saturating_add(count - 1)
+                ),
+            }));
+        }
+        Ok(words)
+    }
+
+    /// The number of tokens in this matcher's vocabulary.
+    fn vocabulary_size(&self) -> usize {
+        self.inner
+            .vocabulary()
+            .map_or(0, |index| index.vocabulary().len())
+    }
+
+    /// True when `tokens` more tokens could not all be rolled back (`max_rollback_tokens`).
+    fn beyond_rollback(&self, tokens: usize) -> bool {
+        self.max_rollback_tokens.is_some_and(|limit| tokens > limit)
+    }
+
+    /// Runs `walk`, which accepts at most `tokens` tokens and says how many as its second
+    /// value, and puts the matcher back as it was: by rolling them back, or, when they
+    /// could be more than `max_rollback_tokens`, by walking a copy instead.
+    fn on_draft<R>(&mut self, tokens: usize, walk: impl FnOnce(&mut Matcher) -> (R, usize)) -> R {
+        if self.beyond_rollback(tokens) {
+            let mut copy = self.fork();
+            return walk(&mut copy).0;
+        }
+        let (answer, accepted) = walk(self);
+        self.rollback(accepted)
+            .expect("the tokens just accepted can be rolled back");
+        answer
+    }
+
+    /// The masks along `draft` into `rows` (`words` words each; a row per draft token and
+    /// one more), each as `fill_next_token_bitmask` writes it after the tokens before it
+    /// were accepted with `accept_token`, until a token is refused: returns how many rows
+    /// were filled. Every id of `draft` is in the vocabulary. The matcher does not move.
+    fn draft_rows(&mut self, draft: &[u32], words: usize, rows: &mut [u32]) -> usize {
+        if self.ended {
+            rows[..words].fill(0);
+            return 1;
+        }
+        // Up to the first end-of-generation token the engine's masks are accept_token's;
+        // after one, `ended` may empty the masks (the engine allows the end again).
+        let head = self.inner.vocabulary().map_or(draft.len(), |index| {
+            draft
+                .iter()
+                .position(|&id| index.vocabulary().is_end_of_generation(id))
+                .unwrap_or(draft.len())
+        });
+        let head_rows = &mut rows[..(head + 1) * words];
+        let filled = if self.beyond_rollback(head) {
+            // On a copy without the limit: the engine rolls the draft back after its
+            // walk, which the limit could prevent (it drops tokens as the walk accepts
+            // them).
+            let mut copy = self.inner.fork();
+            copy.set_token_history_limit(None);
+            copy.fill_draft_masks(&draft[..head], head_rows)
+        } else {
+            self.inner.fill_draft_masks(&draft[..head], head_rows)
+        };
+        if filled <= head || head == draft.len() {
+            return filled;
+        }
+        // The tokens from the end-of-generation token on, one by one.
+        self.on_draft(draft.len(), |matcher| {
+            let (mut accepted, mut filled) = (0, filled);
+            for &id in draft {
+                if !matcher.accept_token(id) {
+                    break;
+                }
+                accepted += 1;
+                if accepted > head {
+                    let row = &mut rows[accepted * words..(accepted + 1) * words];
+                    if matcher.ended {
+                        row.fill(0);
+                    } else {
+                        matcher.inner.fill_mask_words(row);
+                    }
+                    filled += 1;
+                }
+            }
+            (filled, accepted)
+        })
     }
 }

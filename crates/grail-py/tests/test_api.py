@@ -196,3 +196,169 @@ def test_a_bad_prefault_setting_is_refused_by_name(monkeypatch):
         grail.Vocabulary.from_tokens([b"a", b"b"])
     monkeypatch.setenv("GRAIL_PREFAULT_MIB", "0")
     assert grail.Vocabulary.from_tokens([b"a", b"b"]).size == 2
+
+
+ROLLBACK_GRAMMAR = 'root ::= ("a" [b-d] | "bc" | "yes" | "no" | "b" | "." "a")*'
+
+
+def random_walk(matcher, rng, steps):
+    """Accepts up to `steps` random allowed tokens (not the end token); returns them."""
+    walked = []
+    for _ in range(steps):
+        allowed = [token for token in matcher.allowed_tokens() if token != 0]
+        if not allowed:
+            break
+        token = rng.choice(allowed)
+        assert matcher.accept_token(token)
+        walked.append(token)
+    return walked
+
+
+def state(matcher):
+    return matcher.allowed_tokens(), matcher.is_accepting(), matcher.is_terminated()
+
+
+def test_max_rollback_tokens_keeps_rollback_within_k_exact_and_refuses_beyond(tiny_vocabulary):
+    import random
+
+    grammar = grail.Grammar.from_gbnf(ROLLBACK_GRAMMAR)
+    assert grail.Matcher(grammar, tiny_vocabulary).max_rollback_tokens is None
+    for limit in (0, 1, 3, 20):
+        rng = random.Random(limit)
+        limited = grail.Matcher(grammar, tiny_vocabulary, max_rollback_tokens=limit)
+        full = grail.Matcher(grammar, tiny_vocabulary)
+        assert limited.max_rollback_tokens == limit
+        for accepted in range(1, 80):
+            token = random_walk(full, rng, 1)[0]
+            assert limited.accept_token(token)
+            if accepted % 7 and accepted < 70:
+                continue
+            # Within the limit: exactly the unlimited matcher's state.
+            for back in range(min(limit, accepted) + 1):
+                limited_back, full_back = limited.fork(), full.fork()
+                limited_back.rollback(back)
+                full_back.rollback(back)
+                assert state(limited_back) == state(full_back), (limit, accepted, back)
+            # Beyond it (or beyond what was accepted): refused, nothing changed.
+            before = state(limited)
+            beyond = min(limit, accepted) + 1
+            with pytest.raises(ValueError, match=f"cannot roll back {beyond} tokens: {min(limit, accepted)} are in the history"):
+                limited.rollback(beyond)
+            assert state(limited) == before
+        # After a refusal the kept tokens still roll back.
+        if limit:
+            limited.rollback(limit)
+            full.rollback(limit)
+            assert state(limited) == state(full)
+
+
+def test_max_rollback_tokens_with_drafts_longer_than_k(tiny_vocabulary):
+    import random
+
+    grammar = grail.Grammar.from_gbnf(ROLLBACK_GRAMMAR)
+    limited = grail.Matcher(grammar, tiny_vocabulary, max_rollback_tokens=2)
+    full = grail.Matcher(grammar, tiny_vocabulary)
+    rng = random.Random(7)
+    for token in random_walk(full, rng, 40):
+        assert limited.accept_token(token)
+    draft = random_walk(full.fork(), rng, 6) + [token_id(tiny_vocabulary, "x")]
+    assert limited.validate_tokens(draft) == full.validate_tokens(draft) == 6
+    assert state(limited) == state(full)
+    # All or nothing, also for more tokens than can be rolled back.
+    assert not limited.accept_tokens(draft)
+    assert state(limited) == state(full)
+    assert limited.accept_tokens(draft[:6]) and full.accept_tokens(draft[:6])
+    assert state(limited) == state(full)
+    limited.rollback(2)
+    full.rollback(2)
+    assert state(limited) == state(full)
+    with pytest.raises(ValueError, match="max_rollback_tokens=2"):
+        limited.rollback(1)
+
+
+def draft_rows_one_by_one(matcher, draft, width):
+    """The rows fill_draft_bitmasks should write: each position's fill_next_token_bitmask
+    on a copy that accepts the draft token by token, until a token is refused."""
+    walker, rows = matcher.fork(), []
+    for position in range(len(draft) + 1):
+        row = np.full((1, width), 0x5A5A, dtype=np.int32)
+        walker.fill_next_token_bitmask(row, 0)
+        rows.append(row[0])
+        if position == len(draft) or not walker.accept_token(draft[position]):
+            break
+    return rows
+
+
+def check_draft_rows(matcher, draft, vocabulary, index=0, extra=1):
+    width = (vocabulary.size + 31) // 32 + extra
+    bitmask = np.full((index + len(draft) + 2, width), 0x1234, dtype=np.int32)
+    before = state(matcher)
+    expected = draft_rows_one_by_one(matcher, draft, width)
+    filled = matcher.fill_draft_bitmasks(draft, bitmask, index)
+    assert filled == len(expected) == matcher.validate_tokens(draft) + 1
+    for position, row in enumerate(expected):
+        assert (bitmask[index + position] == row).all(), (draft, position)
+    # Rows before `index` and after the last filled are left as they are.
+    assert (bitmask[:index] == 0x1234).all() and (bitmask[index + filled:] == 0x1234).all()
+    assert state(matcher) == before
+    return filled, bitmask
+
+
+def test_fill_draft_bitmasks_equals_masks_token_by_token(tiny_vocabulary):
+    import random
+
+    tok = lambda text: token_id(tiny_vocabulary, text)  # noqa: E731
+    matcher = grail.Matcher(grail.Grammar.from_gbnf('root ::= "yes" | "no" | [a-c]+'), tiny_vocabulary)
+    # A whole draft, then one refused in the middle: the rows stop there.
+    assert check_draft_rows(matcher, [tok("a"), tok("b"), tok("c")], tiny_vocabulary)[0] == 4
+    filled, bitmask = check_draft_rows(matcher, [tok("a"), tok("y"), tok("b")], tiny_vocabulary, index=2)
+    assert filled == 2
+    assert grail.bitmask_to_token_ids(bitmask, 3, tiny_vocabulary.size) == [0] + [tok(c) for c in "abc"]
+    # The end token in the draft: the row after it is empty, and nothing follows.
+    draft = [tok("y"), tok("e"), tok("s"), 0, tok("y")]
+    filled, bitmask = check_draft_rows(matcher, draft, tiny_vocabulary)
+    assert filled == 5 and grail.bitmask_to_token_ids(bitmask, 3, tiny_vocabulary.size) == [0]
+    assert not bitmask[4].any()
+    assert check_draft_rows(matcher, [], tiny_vocabulary, index=1)[0] == 1
+    ended = matcher.fork()
+    assert ended.accept_tokens([tok("no"), 0]) and ended.is_terminated()
+    assert check_draft_rows(ended, [0], tiny_vocabulary)[0] == 1
+    # Random drafts on random walks, with and without a rollback limit shorter than them.
+    for seed in range(40):
+        rng = random.Random(seed)
+        walker = grail.Matcher(grail.Grammar.from_gbnf(ROLLBACK_GRAMMAR), tiny_vocabulary,
+                               max_rollback_tokens=[None, 0, 2][seed % 3])
+        random_walk(walker, rng, rng.randrange(30))
+        draft = random_walk(walker.fork(), rng, rng.randrange(8))
+        if seed % 2:
+            draft.insert(rng.randrange(len(draft) + 1), rng.randrange(tiny_vocabulary.size))
+        check_draft_rows(walker, draft, tiny_vocabulary, index=seed % 3, extra=seed % 2)
+
+
+def test_fill_draft_bitmasks_errors(tiny_vocabulary):
+    matcher = grail.Matcher(grail.Grammar.from_gbnf('root ::= [a-c]+'), tiny_vocabulary)
+    a = token_id(tiny_vocabulary, "a")
+    width = (tiny_vocabulary.size + 31) // 32
+    with pytest.raises(IndexError, match="rows 1 to 3 of a bitmask of 3 rows"):
+        matcher.fill_draft_bitmasks([a, a], np.zeros((3, width), dtype=np.int32), 1)
+    with pytest.raises(ValueError, match="words"):
+        matcher.fill_draft_bitmasks([a], np.zeros((2, width - 1), dtype=np.int32))
+    with pytest.raises(TypeError, match="int32"):
+        matcher.fill_draft_bitmasks([a], np.zeros((2, width), dtype=np.int64))
+    bitmask = np.zeros((3, width), dtype=np.int32)
+    with pytest.raises(ValueError, match=f"token {tiny_vocabulary.size} \\(position 1 of the draft\\) is not in this vocabulary of {tiny_vocabulary.size} tokens"):
+        matcher.fill_draft_bitmasks([a, tiny_vocabulary.size], bitmask)
+    with pytest.raises(OverflowError):
+        matcher.fill_draft_bitmasks([-1], bitmask)
+    assert not bitmask.any()
+    assert matcher.fill_draft_bitmasks([a, a], bitmask) == 3
+
+
+def test_fill_draft_bitmasks_into_a_torch_tensor(tiny_vocabulary):
+    torch = pytest.importorskip("torch")
+    matcher = grail.Matcher(grail.Grammar.from_gbnf('root ::= [a-c]+'), tiny_vocabulary)
+    draft = [token_id(tiny_vocabulary, "a"), token_id(tiny_vocabulary, "b")]
+    tensor = torch.zeros((3, (tiny_vocabulary.size + 31) // 32), dtype=torch.int32)
+    array = np.zeros(tuple(tensor.shape), dtype=np.int32)
+    assert matcher.fill_draft_bitmasks(draft, tensor) == matcher.fill_draft_bitmasks(draft, array) == 3
+    assert (tensor.numpy() == array).all() and array[1].any()
