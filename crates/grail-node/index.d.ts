@@ -209,8 +209,16 @@ export interface InputFailure {
 }
 
 /** A mutable parse state over a grammar (and a vocabulary, for tokens and masks). */
+/** Options of `new Matcher`. */
+export interface MatcherOptions {
+  /** Keep history to roll back only the last this many tokens (default: all). */
+  maxRollbackTokens?: number | null
+}
+
 export declare class Matcher {
-  constructor(grammar: Grammar, vocabulary?: Vocabulary | null)
+  constructor(grammar: Grammar, vocabulary?: Vocabulary | null, options?: MatcherOptions | null)
+  /** The most tokens `rollback` can undo (null: all). */
+  readonly maxRollbackTokens: number | null
   /** Keeps at most `steps` bytes of history (null: all). */
   setHistoryLimit(steps?: number | null): void
   /** A new matcher after `text`, or where it stopped matching; this one is unchanged. */
@@ -223,7 +231,13 @@ export declare class Matcher {
   acceptTokens(tokenIds: number[]): boolean
   /** How many of `tokenIds`, from the first, the grammar accepts in a row; the matcher does not move. */
   validateTokens(tokenIds: number[]): number
-  /** Undoes the last `tokens` tokens (default 1). */
+  /**
+   * The masks along a draft: row `i` of `out` (rows of `ceil(vocabularySize / 32)` words)
+   * gets the tokens allowed after `draft.slice(0, i)`, until a token is refused or the
+   * draft ends. Returns how many rows were filled; the matcher does not move.
+   */
+  fillDraftMasks(draft: number[], out: Uint32Array): number
+  /** Undoes the last `tokens` tokens (default 1); throws past the tokens kept. */
   rollback(tokens?: number): void
   reset(): void
   /** True when the input so far is a complete match. */

@@ -237,6 +237,26 @@ function templateFor(grammar, vocabulary) {
   return template
 }
 
+// -------------------------------------------------------------------------- matchers
+
+// The addon's own type errors for these arguments are unclear (napi-rs names no type, or
+// wraps a negative id round to a large one): checked here first.
+const nativeFillDraftMasks = Matcher.prototype.fillDraftMasks
+Matcher.prototype.fillDraftMasks = function fillDraftMasks(draft, out) {
+  if (!Array.isArray(draft)) throw new TypeError('fillDraftMasks: the draft must be an array of token ids')
+  const bad = draft.findIndex((id) => !Number.isInteger(id) || id < 0 || id > 0xffffffff)
+  if (bad >= 0) {
+    throw new RangeError(`fillDraftMasks: draft[${bad}] is ${String(draft[bad])}, not a token id`)
+  }
+  if (Object.prototype.toString.call(out) !== '[object Uint32Array]') {
+    throw new TypeError(
+      'fillDraftMasks: out must be a Uint32Array of draft.length + 1 rows ' +
+        '(allocateTokenBitmask(vocabulary.size, draft.length + 1))'
+    )
+  }
+  return nativeFillDraftMasks.call(this, draft, out)
+}
+
 // ---------------------------------------------------------------- the `gbnf` API
 
 /** The types of next-character rules (the `gbnf` package's values, and Grail's token). */

@@ -1,12 +1,13 @@
 //! `Matcher`: a parse state over one grammar (and optionally a vocabulary) — text or
 //! tokens in; next-character rules, forced text and token masks out.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use grail_engine::{AcceptError, Matcher as RustMatcher, NextCharacters, NextRule};
 use grail_vocab::TokenBitmask;
 use napi::Either;
-use napi::bindgen_prelude::{Buffer, Function, Uint32ArraySlice};
+use napi::bindgen_prelude::{Buffer, Function, Null, Uint32ArraySlice};
 use napi_derive::napi;
 use rustc_hash::FxHashMap;
 
@@ -14,6 +15,15 @@ use crate::errors::{invalid, utf16_index};
 use crate::grammar::Grammar;
 use crate::rules::{RuleObject, expected, rule_objects};
 use crate::vocabulary::Vocabulary;
+
+/// Options of `new Matcher`.
+#[napi(object)]
+pub struct MatcherOptions {
+    /// Keep history to roll back only the last this many tokens (null or absent: all):
+    /// memory stays bounded instead of growing with the text (xgrammar's
+    /// `max_rollback_tokens`).
+    pub max_rollback_tokens: Option<Either<u32, Null>>,
+}
 
 /// Where text stopped matching.
 #[napi(object)]
@@ -32,15 +42,20 @@ pub struct InputFailure {
 /// `add` returns a new matcher (the `gbnf` package's immutable states are built on it);
 /// `acceptText`, `acceptToken` and `rollback` change this one. With a vocabulary,
 /// `fillNextTokenBitmask` writes the tokens allowed next into a `Uint32Array` (bit
-/// t % 32 of word t / 32 set when token t is allowed).
+/// t % 32 of word t / 32 set when token t is allowed). With `{ maxRollbackTokens: k }`,
+/// only the last k tokens can be rolled back.
 #[napi]
 pub struct Matcher {
     pub(crate) inner: RustMatcher,
     mask: Option<TokenBitmask>,
     /// An end-of-generation token was accepted: nothing may follow.
     pub(crate) ended: bool,
-    /// `ended` before each accepted token (for rollback).
-    ended_history: Vec<bool>,
+    /// `ended` before each accepted token that can still be rolled back (the last
+    /// `max_rollback_tokens`, when limited).
+    ended_history: VecDeque<bool>,
+    /// The most tokens `rollback` can undo (None: all); the engine keeps history for
+    /// them (`set_token_history_limit`).
+    max_rollback_tokens: Option<usize>,
     /// Numbers for the distinct rule lists met, shared with forks (see `step`).
     rule_lists: Arc<Mutex<RuleLists>>,
     /// The history limit set (steps), if any.
@@ -177,9 +192,86 @@ impl Matcher {
             mask: self.mask.clone(),
             ended: self.ended,
             ended_history: self.ended_history.clone(),
+            max_rollback_tokens: self.max_rollback_tokens,
             rule_lists: self.rule_lists.clone(),
             history_limit: self.history_limit,
         }
+    }
+
+    /// True when `tokens` more tokens could not all be rolled back (`maxRollbackTokens`,
+    /// or a history limit in steps).
+    fn beyond_rollback(&self, tokens: usize) -> bool {
+        self.history_limit.is_some() || self.max_rollback_tokens.is_some_and(|limit| tokens > limit)
+    }
+
+    /// Runs `walk`, which accepts at most `tokens` tokens and says how many as its second
+    /// value, and puts the matcher back as it was: by rolling them back, or, when they
+    /// could be more than the history keeps, by walking a copy instead.
+    fn on_draft<R>(
+        &mut self,
+        tokens: usize,
+        walk: impl FnOnce(&mut Matcher) -> napi::Result<(R, usize)>,
+    ) -> napi::Result<R> {
+        if self.beyond_rollback(tokens) {
+            let mut copy = self.copy();
+            return Ok(walk(&mut copy)?.0);
+        }
+        let (answer, accepted) = walk(self)?;
+        self.rollback(Some(accepted as u32))?;
+        Ok(answer)
+    }
+
+    /// The masks along `draft` into `rows` (`words` words each; a row per draft token and
+    /// one more), each as `fillNextTokenBitmask` writes it after the tokens before it were
+    /// accepted with `acceptToken`, until a token is refused: returns how many rows were
+    /// filled. Every id of `draft` is in the vocabulary. The matcher does not move.
+    fn draft_rows(&mut self, draft: &[u32], words: usize, rows: &mut [u32]) -> napi::Result<usize> {
+        if self.ended {
+            rows[..words].fill(0);
+            return Ok(1);
+        }
+        // Up to the first end-of-generation token the engine's masks are acceptToken's;
+        // after one, `ended` may empty the masks (the engine allows the end again).
+        let head = self.inner.vocabulary().map_or(draft.len(), |index| {
+            draft
+                .iter()
+                .position(|&id| index.vocabulary().is_end_of_generation(id))
+                .unwrap_or(draft.len())
+        });
+        let head_rows = &mut rows[..(head + 1) * words];
+        let filled = if self.max_rollback_tokens.is_some_and(|limit| head > limit) {
+            // On a copy without the limit: the engine rolls the draft back after its
+            // walk, which the limit could prevent (it drops tokens as the walk accepts
+            // them).
+            let mut copy = self.inner.fork();
+            copy.set_token_history_limit(None);
+            copy.fill_draft_masks(&draft[..head], head_rows)
+        } else {
+            self.inner.fill_draft_masks(&draft[..head], head_rows)
+        };
+        if filled <= head || head == draft.len() {
+            return Ok(filled);
+        }
+        // The tokens from the end-of-generation token on, one by one.
+        self.on_draft(draft.len(), |matcher| {
+            let (mut accepted, mut filled) = (0, filled);
+            for &id in draft {
+                if !matcher.accept_token(id)? {
+                    break;
+                }
+                accepted += 1;
+                if accepted > head {
+                    let row = &mut rows[accepted * words..(accepted + 1) * words];
+                    if matcher.ended {
+                        row.fill(0);
+                    } else {
+                        matcher.inner.fill_mask_words(row);
+                    }
+                    filled += 1;
+                }
+            }
+            Ok((filled, accepted))
+        })
     }
 
     /// Accepts `text` all or nothing: None, or where it stopped matching (the state
@@ -285,27 +377,43 @@ fn limit_error(limit: impl std::fmt::Display) -> napi::Error {
 #[napi]
 impl Matcher {
     /// A matcher at the start of `grammar`; with `vocabulary`, it takes tokens and fills
-    /// token masks.
+    /// token masks. `options.maxRollbackTokens` (k) keeps history to roll back the last
+    /// k tokens only.
     #[napi(constructor)]
-    pub fn new(grammar: &Grammar, vocabulary: Option<&Vocabulary>) -> Matcher {
-        match vocabulary {
-            Some(vocabulary) => Matcher {
-                inner: RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone()),
-                mask: Some(TokenBitmask::new(vocabulary.index.vocabulary().len())),
-                ended: false,
-                ended_history: Vec::new(),
-                rule_lists: Arc::default(),
-                history_limit: None,
-            },
-            None => Matcher {
-                inner: RustMatcher::new(&grammar.compiled),
-                mask: None,
-                ended: false,
-                ended_history: Vec::new(),
-                rule_lists: Arc::default(),
-                history_limit: None,
-            },
+    pub fn new(
+        grammar: &Grammar,
+        vocabulary: Option<&Vocabulary>,
+        options: Option<MatcherOptions>,
+    ) -> Matcher {
+        let max_rollback_tokens = options
+            .and_then(|options| options.max_rollback_tokens)
+            .and_then(|tokens| match tokens {
+                Either::A(tokens) => Some(tokens as usize),
+                Either::B(Null) => None,
+            });
+        let (mut inner, mask) = match vocabulary {
+            Some(vocabulary) => (
+                RustMatcher::with_vocabulary(&grammar.compiled, vocabulary.index.clone()),
+                Some(TokenBitmask::new(vocabulary.index.vocabulary().len())),
+            ),
+            None => (RustMatcher::new(&grammar.compiled), None),
+        };
+        inner.set_token_history_limit(max_rollback_tokens);
+        Matcher {
+            inner,
+            mask,
+            ended: false,
+            ended_history: VecDeque::new(),
+            max_rollback_tokens,
+            rule_lists: Arc::default(),
+            history_limit: None,
         }
+    }
+
+    /// The most tokens `rollback` can undo (null: every token accepted).
+    #[napi(getter)]
+    pub fn max_rollback_tokens(&self) -> Option<u32> {
+        self.max_rollback_tokens.map(|tokens| tokens as u32)
     }
 
     /// Keeps at most `steps` bytes of history for rollback (null: all, the default).
@@ -426,7 +534,13 @@ impl Matcher {
         if self.ended || self.inner.accept_token(token_id).is_err() {
             return Ok(false);
         }
-        self.ended_history.push(self.ended);
+        self.ended_history.push_back(self.ended);
+        if self
+            .max_rollback_tokens
+            .is_some_and(|limit| self.ended_history.len() > limit)
+        {
+            self.ended_history.pop_front();
+        }
         if self
             .inner
             .vocabulary()
@@ -441,6 +555,20 @@ impl Matcher {
     /// Accepts `tokenIds` in order, all or nothing.
     #[napi]
     pub fn accept_tokens(&mut self, token_ids: Vec<u32>) -> napi::Result<bool> {
+        if self
+            .max_rollback_tokens
+            .is_some_and(|limit| token_ids.len() > limit)
+        {
+            // More tokens than can be rolled back: on a copy, kept if all are accepted.
+            let mut copy = self.copy();
+            for &token in &token_ids {
+                if !copy.accept_token(token)? {
+                    return Ok(false);
+                }
+            }
+            *self = copy;
+            return Ok(true);
+        }
         for (accepted, &token) in token_ids.iter().enumerate() {
             if !self.accept_token(token)? {
                 self.rollback(Some(accepted as u32))?;
@@ -454,28 +582,36 @@ impl Matcher {
     /// draft checked for speculative decoding), without moving the matcher.
     #[napi]
     pub fn validate_tokens(&mut self, token_ids: Vec<u32>) -> napi::Result<u32> {
-        let mut accepted = 0;
-        for &token in &token_ids {
-            if !self.accept_token(token)? {
-                break;
+        self.on_draft(token_ids.len(), |matcher| {
+            let mut accepted = 0;
+            for &token in &token_ids {
+                if !matcher.accept_token(token)? {
+                    break;
+                }
+                accepted += 1;
             }
-            accepted += 1;
-        }
-        self.rollback(Some(accepted))?;
-        Ok(accepted)
+            Ok((accepted as u32, accepted))
+        })
     }
 
-    /// Undoes the last `tokens` accepted tokens (default 1). Throws when fewer were
-    /// accepted.
+    /// Undoes the last `tokens` accepted tokens (default 1). Throws, changing nothing,
+    /// when fewer were accepted (or, with `maxRollbackTokens`, are kept).
     #[napi]
     pub fn rollback(&mut self, tokens: Option<u32>) -> napi::Result<()> {
         let tokens = tokens.unwrap_or(1) as usize;
         if tokens == 0 {
             return Ok(());
         }
+        // `ended_history` holds at most the tokens the engine keeps (the last
+        // `max_rollback_tokens`, which the engine trims to no fewer); the engine's refusal
+        // (a history limit in steps) changes nothing either.
         if tokens > self.ended_history.len() || !self.inner.rollback_tokens(tokens) {
+            let kept = match self.max_rollback_tokens {
+                Some(limit) => format!(" (maxRollbackTokens: {limit})"),
+                None => String::new(),
+            };
             return Err(invalid(format!(
-                "cannot roll back {tokens} tokens: {} are in the history",
+                "cannot roll back {tokens} tokens: {} are in the history{kept}",
                 self.ended_history.len()
             )));
         }
@@ -620,6 +756,48 @@ impl Matcher {
             self.inner.fill_mask_words(out);
         }
         Ok(())
+    }
+
+    /// The masks along a draft, for speculative decoding: row `i` of `out` (rows of
+    /// `ceil(vocabularySize / 32)` words) gets the tokens allowed after `draft[0..i]` (as
+    /// `fillNextTokenBitmask` writes a row), for `i` from 0 until a token of the draft is
+    /// refused or the draft ends; rows past that are left as they are. Returns how many
+    /// rows were filled (one more than the tokens `validateTokens` accepts). `out` needs
+    /// `draft.length + 1` rows. The matcher does not move.
+    #[napi]
+    pub fn fill_draft_masks(
+        &mut self,
+        draft: Vec<u32>,
+        mut out: Uint32ArraySlice<'_>,
+    ) -> napi::Result<u32> {
+        let words = self.mask()?.words().len();
+        let size = self
+            .inner
+            .vocabulary()
+            .map_or(0, |index| index.vocabulary().len());
+        let needed = words * (draft.len() + 1);
+        if out.len() < needed {
+            return Err(invalid(format!(
+                "the bitmask holds {} words; a draft of {} tokens needs {} rows of {words} words, {needed} (allocateTokenBitmask(vocabulary.size, draft.length + 1))",
+                out.len(),
+                draft.len(),
+                draft.len() + 1
+            )));
+        }
+        if let Some((position, id)) = draft
+            .iter()
+            .enumerate()
+            .find(|&(_, &id)| id as usize >= size)
+        {
+            return Err(invalid(format!(
+                "token {id} (position {position} of the draft) is not in this vocabulary of {size} tokens"
+            )));
+        }
+        // SAFETY: the array's memory stays alive and in place for this call (the
+        // argument holds it), and no JavaScript runs while it is written: this is the
+        // JavaScript thread, inside a synchronous call.
+        let rows = &mut unsafe { out.as_mut() }[..needed];
+        Ok(self.draft_rows(&draft, words, rows)? as u32)
     }
 
     /// The tokens allowed next, as sorted ids (slower than the bitmask; for inspection

@@ -287,6 +287,157 @@ test('Matcher: text and tokens, rollback, fork', () => {
   assert.throws(() => new Matcher(grammar).allowedTokens(), /no vocabulary/)
 })
 
+/** Random allowed tokens (not the end token) accepted by `matcher`, up to `steps`. */
+function randomWalk(matcher, random, steps, endId) {
+  const walked = []
+  for (let step = 0; step < steps; step++) {
+    const allowed = matcher.allowedTokens().filter((id) => id !== endId)
+    if (allowed.length === 0) break
+    const id = allowed[Math.floor(random() * allowed.length)]
+    assert.equal(matcher.acceptToken(id), true)
+    walked.push(id)
+  }
+  return walked
+}
+
+/** A seeded generator of numbers in [0, 1) (mulberry32). */
+function seeded(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const stateOf = (matcher) => [matcher.allowedTokens(), matcher.isAccepting(), matcher.isTerminated()]
+
+// Token 0 ends generation; then one token per letter and a few words.
+const DRAFT_TOKENS = ['</s>', ...'abcdenosxy.'.split(''), 'yes', 'no', 'bc']
+const ROLLBACK_GRAMMAR = 'root ::= ("a" [b-d] | "bc" | "yes" | "no" | "b" | "." "a")*'
+
+test('Matcher: maxRollbackTokens keeps rollback within k exact and refuses beyond', () => {
+  const vocabulary = Vocabulary.fromTokens(DRAFT_TOKENS, { special: [0], eosTokenIds: [0] })
+  const grammar = Grammar.fromGbnf(ROLLBACK_GRAMMAR)
+  assert.equal(new Matcher(grammar, vocabulary).maxRollbackTokens, null)
+  assert.equal(new Matcher(grammar, vocabulary, { maxRollbackTokens: null }).maxRollbackTokens, null)
+  for (const limit of [0, 1, 3, 20]) {
+    const random = seeded(limit + 1)
+    const limited = new Matcher(grammar, vocabulary, { maxRollbackTokens: limit })
+    const full = new Matcher(grammar, vocabulary)
+    assert.equal(limited.maxRollbackTokens, limit)
+    for (let accepted = 1; accepted < 80; accepted++) {
+      const [id] = randomWalk(full, random, 1, 0)
+      assert.equal(limited.acceptToken(id), true)
+      if (accepted % 7 && accepted < 70) continue
+      const kept = Math.min(limit, accepted)
+      for (let back = 0; back <= kept; back++) {
+        const limitedBack = limited.fork()
+        const fullBack = full.fork()
+        limitedBack.rollback(back)
+        fullBack.rollback(back)
+        assert.deepEqual(stateOf(limitedBack), stateOf(fullBack), `limit ${limit}, ${accepted} tokens, back ${back}`)
+      }
+      const before = stateOf(limited)
+      assert.throws(
+        () => limited.rollback(kept + 1),
+        new RegExp(`cannot roll back ${kept + 1} tokens: ${kept} are in the history \\(maxRollbackTokens: ${limit}\\)`)
+      )
+      assert.deepEqual(stateOf(limited), before)
+    }
+  }
+  // Drafts longer than k: checked and accepted all or nothing, as without the limit.
+  const limited = new Matcher(grammar, vocabulary, { maxRollbackTokens: 2 })
+  const full = new Matcher(grammar, vocabulary)
+  const random = seeded(99)
+  for (const id of randomWalk(full, random, 40, 0)) assert.equal(limited.acceptToken(id), true)
+  const draft = [...randomWalk(full.fork(), random, 6, 0), DRAFT_TOKENS.indexOf('x')]
+  assert.equal(limited.validateTokens(draft), 6)
+  assert.equal(full.validateTokens(draft), 6)
+  assert.equal(limited.acceptTokens(draft), false)
+  assert.deepEqual(stateOf(limited), stateOf(full))
+  assert.equal(limited.acceptTokens(draft.slice(0, 6)), true)
+  assert.equal(full.acceptTokens(draft.slice(0, 6)), true)
+  limited.rollback(2)
+  full.rollback(2)
+  assert.deepEqual(stateOf(limited), stateOf(full))
+  assert.throws(() => limited.rollback(1), /cannot roll back 1 tokens: 0 are in the history/)
+})
+
+/** The rows `fillDraftMasks` should write: `fillNextTokenBitmask` on a copy that accepts the draft token by token. */
+function draftRowsOneByOne(matcher, draft, words) {
+  const walker = matcher.fork()
+  const rows = []
+  for (let position = 0; position <= draft.length; position++) {
+    const row = new Uint32Array(words).fill(0x5a5a)
+    walker.fillNextTokenBitmask(row)
+    rows.push([...row])
+    if (position === draft.length || !walker.acceptToken(draft[position])) break
+  }
+  return rows
+}
+
+function checkDraftRows(matcher, draft, vocabulary) {
+  const words = Math.ceil(vocabulary.size / 32)
+  const out = new Uint32Array(words * (draft.length + 1)).fill(0x1234)
+  const before = stateOf(matcher)
+  const expected = draftRowsOneByOne(matcher, draft, words)
+  const filled = matcher.fillDraftMasks(draft, out)
+  assert.equal(filled, expected.length)
+  assert.equal(filled, matcher.validateTokens(draft) + 1)
+  expected.forEach((row, position) => {
+    assert.deepEqual([...out.subarray(position * words, (position + 1) * words)], row, `${draft} row ${position}`)
+  })
+  assert.ok(out.subarray(filled * words).every((word) => word === 0x1234), 'rows past the last filled are kept')
+  assert.deepEqual(stateOf(matcher), before)
+  return { filled, out }
+}
+
+test('Matcher: fillDraftMasks equals the masks token by token', () => {
+  const vocabulary = Vocabulary.fromTokens(DRAFT_TOKENS, { special: [0], eosTokenIds: [0] })
+  const id = (text) => DRAFT_TOKENS.indexOf(text)
+  const matcher = new Matcher(Grammar.fromGbnf('root ::= "yes" | "no" | [a-c]+'), vocabulary)
+  assert.equal(checkDraftRows(matcher, [id('a'), id('b'), id('c')], vocabulary).filled, 4)
+  // A token refused in the middle: the rows stop there.
+  const refused = checkDraftRows(matcher, [id('a'), id('y'), id('b')], vocabulary)
+  assert.equal(refused.filled, 2)
+  assert.deepEqual(grail.bitmaskIds(refused.out, vocabulary.size, 1), [0, id('a'), id('b'), id('c'), id('bc')])
+  // The end token in the draft: the row after it is empty, and nothing follows.
+  const ended = checkDraftRows(matcher, [id('y'), id('e'), id('s'), 0, id('y')], vocabulary)
+  assert.equal(ended.filled, 5)
+  assert.deepEqual(grail.bitmaskIds(ended.out, vocabulary.size, 3), [0])
+  assert.deepEqual(grail.bitmaskIds(ended.out, vocabulary.size, 4), [])
+  assert.equal(checkDraftRows(matcher, [], vocabulary).filled, 1)
+  const terminated = matcher.fork()
+  assert.equal(terminated.acceptTokens([id('no'), 0]), true)
+  assert.equal(checkDraftRows(terminated, [0], vocabulary).filled, 1)
+  // Random drafts on random walks, with and without a rollback limit shorter than them.
+  for (let seed = 0; seed < 40; seed++) {
+    const random = seeded(seed)
+    const walker = new Matcher(Grammar.fromGbnf(ROLLBACK_GRAMMAR), vocabulary, {
+      maxRollbackTokens: [undefined, 0, 2][seed % 3],
+    })
+    randomWalk(walker, random, Math.floor(random() * 30), 0)
+    const draft = randomWalk(walker.fork(), random, Math.floor(random() * 8), 0)
+    if (seed % 2) draft.splice(Math.floor(random() * (draft.length + 1)), 0, Math.floor(random() * vocabulary.size))
+    checkDraftRows(walker, draft, vocabulary)
+  }
+  // Errors: a buffer too small, a token out of the vocabulary, no vocabulary.
+  const words = Math.ceil(vocabulary.size / 32)
+  assert.throws(
+    () => matcher.fillDraftMasks([id('a'), id('a')], new Uint32Array(3 * words - 1)),
+    /a draft of 2 tokens needs 3 rows of 1 words/
+  )
+  assert.throws(
+    () => matcher.fillDraftMasks([id('a'), vocabulary.size], new Uint32Array(3 * words)),
+    new RegExp(`token ${vocabulary.size} \\(position 1 of the draft\\) is not in this vocabulary of ${vocabulary.size} tokens`)
+  )
+  assert.throws(() => matcher.fillDraftMasks([1], new Int32Array(2 * words)), /out must be a Uint32Array/)
+  assert.throws(() => matcher.fillDraftMasks([1, -1], new Uint32Array(3 * words)), /draft\[1\] is -1, not a token id/)
+  assert.throws(() => matcher.fillDraftMasks([1.5], new Uint32Array(2 * words)), /draft\[0\] is 1.5, not a token id/)
+  assert.throws(() => new Matcher(Grammar.fromGbnf(ROLLBACK_GRAMMAR)).fillDraftMasks([], new Uint32Array(1)), /no vocabulary/)
+})
+
 const vocabularies = [
   ...['byte-level.tokenizer.json', 'sentencepiece.tokenizer.json', 'tiny.vocab.json'].map((name) =>
     path.join(repo, 'testdata', 'vocab', name)

@@ -61,6 +61,11 @@ matcher.fillNextTokenBitmask(bitmask)
 fillNextTokenBitmasks([matcher], bitmask, [0])
 const drafted: number = matcher.validateTokens([1, 2])
 void drafted
+const limited = new Matcher(grammar, vocabulary, { maxRollbackTokens: 16 })
+const kept: number | null = limited.maxRollbackTokens
+void kept
+const draftRows: number = limited.fillDraftMasks([1, 2], allocateTokenBitmask(vocabulary.size, 3))
+void draftRows
 const forcedBytes: Buffer = matcher.jumpForwardBytes(64)
 const jumped: number[] = matcher.jumpForwardTokens((bytes: Buffer) => (bytes.length > 0 ? [1] : null), 64)
 void forcedBytes
