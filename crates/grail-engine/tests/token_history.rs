@@ -124,3 +124,35 @@ fn a_long_text_keeps_a_short_history() {
     assert!(!limited.rollback_tokens(50));
     assert!(limited.rollback_tokens(3));
 }
+
+/// Drafts longer than the token limit are checked, masked and accepted all or nothing
+/// like any other: the limit never leaves a draft's own tokens unable to roll back.
+#[test]
+fn drafts_longer_than_the_token_limit_leave_the_matcher_as_it_was() {
+    let grammar = compile(r#"root ::= ( "a" | "b" | "12" | " " )* "0""#);
+    let index = vocabulary();
+    let size = index.vocabulary().len();
+    let words = size.div_ceil(32);
+    for limit in [0, 1, 2] {
+        let mut matcher = Matcher::with_vocabulary(&grammar, index.clone());
+        matcher.set_token_history_limit(Some(limit));
+        for step in 0..16 {
+            matcher.accept_token([1, 2, 9][step % 3]).unwrap();
+        }
+        let before = seen(&mut matcher, size);
+        let draft = [1, 8, 9, 2, 3];
+        assert_eq!(matcher.validate_tokens(&draft), draft.len());
+        assert_eq!(seen(&mut matcher, size), before);
+        let mut rows = vec![0u32; words * (draft.len() + 1)];
+        assert_eq!(matcher.fill_draft_masks(&draft, &mut rows), draft.len() + 1);
+        assert_eq!(seen(&mut matcher, size), before);
+        // Refused at its fourth token ("{" is no part of the grammar): nothing accepted.
+        let refused = [1, 2, 9, 10, 1];
+        assert_eq!(matcher.accept_tokens(&refused).unwrap_err().index, 3);
+        assert_eq!(seen(&mut matcher, size), before);
+        // Accepted whole, the limit kept.
+        matcher.accept_tokens(&draft).unwrap();
+        assert_eq!(matcher.token_history_limit(), Some(limit));
+        assert!(matcher.rollback_tokens(limit));
+    }
+}

@@ -33,8 +33,10 @@ impl Matcher {
         if self.history_may_not_hold(draft) {
             let mut fork = self.fork();
             fork.set_history_limit(None);
+            fork.set_token_history_limit(None);
             fork.accept_tokens(draft)?;
             fork.set_history_limit(self.parser.history_limit());
+            fork.set_token_history_limit(self.token_history_limit());
             *self = fork;
             return Ok(());
         }
@@ -102,9 +104,16 @@ impl Matcher {
         answer
     }
 
-    /// True when the history limit may drop steps while `draft` is accepted (its tokens'
-    /// bytes, and one step for each special or end-of-generation token).
+    /// True when a history limit may drop what rolling `draft` back needs: a token limit
+    /// shorter than the draft, or a step limit shorter than its steps (its tokens' bytes,
+    /// and one step for each special or end-of-generation token).
     fn history_may_not_hold(&self, draft: &[u32]) -> bool {
+        if self
+            .token_history_limit()
+            .is_some_and(|tokens| draft.len() > tokens)
+        {
+            return true;
+        }
         let Some(limit) = self.parser.history_limit() else {
             return false;
         };
