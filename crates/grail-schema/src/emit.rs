@@ -71,6 +71,9 @@ pub(crate) struct Emitter<'s> {
     writing: Vec<String>,
     /// Whether the depth cap's warning was given.
     capped: bool,
+    /// Whether the root rule was given to the schema's root location (under a depth cap
+    /// a schema that refers to its root has rules for the root at other depths too).
+    root_given: bool,
     /// Rules declared so far.
     rule_count: usize,
 }
@@ -99,6 +102,7 @@ impl<'s> Emitter<'s> {
             nesting: 0,
             writing: Vec::new(),
             capped: false,
+            root_given: false,
             rule_count: 1,
         }
     }
@@ -257,7 +261,13 @@ impl<'s> Emitter<'s> {
         let rule = if target.is_empty() {
             match self.schema_rule_name.clone() {
                 Some(name) => self.declare(name),
-                None => self.builder.root(),
+                // The root is the rule of the root location at level 0; under a depth
+                // cap, a `$ref` to the root from deeper levels has a rule of its own.
+                None if self.root_given => self.declare(rule_name(target)),
+                None => {
+                    self.root_given = true;
+                    self.builder.root()
+                }
             }
         } else {
             self.declare(rule_name(target))

@@ -6,11 +6,16 @@
 //! - `schema`: the schema.
 //! - `options` (optional): `mode` (`strict`/`lenient`), `whitespace` (`llama`, `none`,
 //!   `free`, `bounded:N`), `key_order` (`schema`/`any`), `additional_properties_default`
-//!   (bool), `dialect` (`spec`/`llama.cpp`), `item_separator`, `key_separator`.
+//!   (bool), `dialect` (`spec`/`llama.cpp`), `depth_cap` (a number), `item_separator`,
+//!   `key_separator`.
 //! - `valid`, `invalid`: texts (matched whole).
 //! - `refused` (optional): `["code", "/keyword/pointer"]` pairs the refusal must include.
 //! - `notes` (optional): codes of notes or warnings the conversion must report, each
 //!   alone or as `["code", "/keyword/pointer"]`.
+//!
+//! Each case is also converted under depth caps of 0 to 3 levels (up to its own cap when
+//! it sets one): the capped grammar must judge every text whose objects and arrays all lie
+//! within the cap as the case says (a depth cap is exact up to it), and must not panic.
 
 use std::path::PathBuf;
 
@@ -200,5 +205,108 @@ fn schema_cases_hold() {
         paths.len(),
         failed.len()
     );
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// The deepest level of an object or array in `value` (the outermost value is level 0),
+/// `None` when it holds none.
+fn container_depth(value: &Value) -> Option<u32> {
+    let children: Box<dyn Iterator<Item = &Value>> = match value {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Object(map) => Box::new(map.values()),
+        _ => return None,
+    };
+    Some(
+        children
+            .filter_map(container_depth)
+            .map(|depth| depth + 1)
+            .max()
+            .unwrap_or(0),
+    )
+}
+
+/// The failures of `case` converted with a depth cap of `cap` in place of its own: a
+/// panic, a refusal, a note missing, or a text within the cap judged otherwise than the
+/// case says; and how many texts were judged.
+fn run_capped(case: &Value, cap: u32) -> (Vec<String>, usize) {
+    let options = SchemaOptions {
+        depth_cap: Some(cap),
+        ..options_of(case)
+    };
+    let converted = std::panic::catch_unwind(|| schema_to_grammar(&case["schema"], &options));
+    let converted = match converted {
+        Ok(Ok(converted)) => converted,
+        Ok(Err(error)) => return (vec![format!("cap {cap}: refused: {error}")], 0),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|text| text.to_string()))
+                .unwrap_or_default();
+            return (vec![format!("cap {cap}: panicked: {message}")], 0);
+        }
+    };
+    let grammar = CompiledGrammar::compile(&converted.grammar, &Default::default())
+        .expect("an emitted grammar compiles");
+    let (mut failures, mut judged) = (Vec::new(), 0);
+    for (field, valid) in [("valid", true), ("invalid", false)] {
+        for text in case[field].as_array().into_iter().flatten() {
+            let text = text.as_str().unwrap();
+            // Texts that are not JSON, or nest deeper than the cap, are not exact there.
+            let within = serde_json::from_str::<Value>(text)
+                .is_ok_and(|value| container_depth(&value).is_none_or(|depth| depth <= cap));
+            if !within {
+                continue;
+            }
+            judged += 1;
+            if matches(&grammar, text) != valid {
+                failures.push(format!("cap {cap}: judges the {field} text {text:?} wrong"));
+            }
+        }
+    }
+    (failures, judged)
+}
+
+#[test]
+fn depth_capped_grammars_are_exact_within_the_cap() {
+    let directory = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/schema");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
+        .collect();
+    paths.sort();
+    let (mut failed, mut judged, mut nested) = (Vec::new(), 0, 0);
+    for path in &paths {
+        let case: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        // Refused cases and invalid options say nothing of a grammar.
+        if case.get("refused").is_some() || options_of(&case).validate().is_err() {
+            continue;
+        }
+        let own_cap = options_of(&case).depth_cap.unwrap_or(u32::MAX);
+        for cap in 0..=own_cap.min(3) {
+            let (failures, count) = run_capped(&case, cap);
+            judged += count;
+            if cap > 0 {
+                nested += count;
+            }
+            let name = path.file_name().unwrap().to_string_lossy();
+            failed.extend(
+                failures
+                    .into_iter()
+                    .map(|failure| format!("{name}: {failure}")),
+            );
+        }
+    }
+    println!(
+        "depth caps 0-3 over {} schema cases: {judged} texts judged ({nested} under caps of 1 or more), {} failures",
+        paths.len(),
+        failed.len()
+    );
+    assert!(nested > 0, "no text was judged under a cap of 1 or more");
     assert!(failed.is_empty(), "{failed:#?}");
 }
