@@ -182,9 +182,9 @@ fn call_shape(reader: &mut Reader<'_>, pointer: &str, tool: &str, keys: CallKeys
             typed.object.properties.push((key.to_string(), shape));
         }
     });
-    let required = [keys.name.to_string(), keys.arguments.to_string()];
-    typed.object.required = required.to_vec();
-    typed.object.written_first = required.to_vec();
+    let required = vec![keys.name.to_string(), keys.arguments.to_string()];
+    typed.object.written_first = required.clone();
+    typed.object.required = required;
     typed.object.additional = Shape::Never;
     Shape::typed(typed)
 }

@@ -253,7 +253,12 @@ impl<'s> Emitter<'s> {
         // unrolled), then one for every depth past it.
         let key = match self.options.depth_cap {
             Some(cap) => format!("{target}\u{0}{}", self.nesting.min(cap + 1)),
-            None => target.to_string(),
+            None => {
+                if let Some(&rule) = self.rules.get(target) {
+                    return rule;
+                }
+                target.to_string()
+            }
         };
         if let Some(&rule) = self.rules.get(&key) {
             return rule;
@@ -281,13 +286,19 @@ impl<'s> Emitter<'s> {
     /// Defines `rule`, declared for the schema at `pointer`, as what `shape` (the
     /// schema's) allows.
     pub(crate) fn define_schema_rule(&mut self, rule: RuleId, pointer: &str, shape: &Shape) {
-        self.writing.push(pointer.to_string());
+        // Only the depth cap's warning asks where the writing is.
+        let track = self.options.depth_cap.is_some();
+        if track {
+            self.writing.push(pointer.to_string());
+        }
         let expr = if self.over_rule_limit() {
             Expr::Choice(Vec::new())
         } else {
             self.emit(shape, &rule_name(pointer))
         };
-        self.writing.pop();
+        if track {
+            self.writing.pop();
+        }
         self.builder
             .define(rule, expr)
             .expect("a schema rule is defined once");

@@ -93,10 +93,12 @@ impl<'a, S: ShapeSource> Simplifier<'a, S> {
                     .collect(),
             ),
             (Shape::Values(values), other) | (other, Shape::Values(values)) => {
-                let mut kept = Vec::new();
-                for value in values.iter() {
+                // The positions of the values kept; the values themselves are copied
+                // only when some are left out.
+                let mut kept = Vec::with_capacity(values.len());
+                for (position, value) in values.iter().enumerate() {
                     match self.accepts(&other, value, 0) {
-                        Ok(true) => kept.push(value.clone()),
+                        Ok(true) => kept.push(position),
                         Ok(false) => {}
                         Err(reason) => {
                             self.source.findings().unsupported(
@@ -104,11 +106,19 @@ impl<'a, S: ShapeSource> Simplifier<'a, S> {
                                 "enum",
                                 format!("cannot tell whether {value} meets the other constraints: {reason}"),
                             );
-                            kept.push(value.clone());
+                            kept.push(position);
                         }
                     }
                 }
-                Shape::Values(kept.into())
+                if kept.len() == values.len() {
+                    Shape::Values(values)
+                } else {
+                    Shape::Values(
+                        kept.iter()
+                            .map(|&position| values[position].clone())
+                            .collect(),
+                    )
+                }
             }
             (Shape::Typed(left), Shape::Typed(right)) => self.meet_typed(
                 pointer,

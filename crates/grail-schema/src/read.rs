@@ -63,7 +63,11 @@ impl<'s> Reader<'s> {
             index: ResourceIndex::new(&document),
             options,
             legacy_ref,
-            shapes: HashMap::default(),
+            // About as many locations as a tool's arguments have, per document.
+            shapes: HashMap::with_capacity_and_hasher(
+                16 * (document.mounts.len() + 1),
+                Default::default(),
+            ),
             reading: Vec::new(),
             expanding: Vec::new(),
             depth: 0,
@@ -198,8 +202,12 @@ impl<'s> Reader<'s> {
             return self.empty_schema();
         }
         let child = |keyword: &str| joined(&[pointer, "/", &escape_pointer_token(keyword)]);
-        let mut parts: Vec<Shape> = Vec::new();
-        if let Some(reference) = object.keyword("$ref") {
+        // Which keywords the object has, in one pass over its keys: the lookups below are
+        // made only for the groups it has (most schema objects have a few keywords of one
+        // type, and each lookup scans the object).
+        let groups = KeywordGroups::of(object);
+        let mut parts = Parts::default();
+        if let Some(reference) = groups.other.then(|| object.keyword("$ref")).flatten() {
             match reference.as_str() {
                 Some(reference) => match self.index.resolve(&self.document, pointer, reference) {
                     Ok(target) => parts.push(Shape::Ref(target.into())),
@@ -221,21 +229,24 @@ impl<'s> Reader<'s> {
             }
             if self.legacy_ref {
                 // Draft-07 and earlier ignore everything beside `$ref`.
-                return parts.pop().expect("the reference");
+                return parts.into_shapes().next().expect("the reference");
             }
         }
-        for keyword in [
-            "$dynamicRef",
-            "$recursiveRef",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-        ] {
-            if object.has_keyword(keyword) {
-                self.findings
-                    .unsupported(pointer, keyword, "Grail does not evaluate it");
+        if groups.other {
+            for keyword in [
+                "$dynamicRef",
+                "$recursiveRef",
+                "unevaluatedProperties",
+                "unevaluatedItems",
+            ] {
+                if object.has_keyword(keyword) {
+                    self.findings
+                        .unsupported(pointer, keyword, "Grail does not evaluate it");
+                }
             }
         }
         if self.options.llama_dialect()
+            && groups.other
             && let Some(shape) = self.llama_all_of(pointer, object)
         {
             return shape;
@@ -246,9 +257,7 @@ impl<'s> Reader<'s> {
         } else if self.options.llama_dialect() {
             typed.types = inferred_types(object);
         }
-        // Each group is read only when the object has one of its keywords (most schema
-        // objects have a few keywords of one type, and each lookup scans the object).
-        let groups = KeywordGroups::of(object);
+        // Each group is read only when the object has one of its keywords.
         if groups.number {
             self.read_number_keywords(pointer, object, &mut typed);
         }
@@ -265,11 +274,14 @@ impl<'s> Reader<'s> {
         if !(typed.types.has(Types::ALL) && typed.is_unconstrained()) {
             parts.push(Shape::typed(typed));
         }
+        if !groups.other {
+            return parts.meet_all(self, pointer);
+        }
 
         if let Some(values) = object.keyword("enum") {
             match values {
                 Value::Array(values) if values.len() <= self.options.limits.max_enum_values => {
-                    parts.push(Shape::Values(dedup(values.clone()).into()))
+                    parts.push(Shape::Values(dedup(values)))
                 }
                 Value::Array(values) => self.findings.error(
                     "enum-too-large",
@@ -378,11 +390,7 @@ impl<'s> Reader<'s> {
                 ),
             }
         }
-        let mut shape = Shape::Any;
-        for part in parts {
-            shape = self.simplifier().meet(pointer, shape, part);
-        }
-        shape
+        parts.meet_all(self, pointer)
     }
 
     /// llama.cpp's reading of `allOf` (for object and untyped schemas without
@@ -485,9 +493,9 @@ impl<'s> Reader<'s> {
     }
 
     fn read_types(&mut self, pointer: &str, value: &Value) -> Types {
-        let names: Vec<&Value> = match value {
-            Value::Array(names) => names.iter().collect(),
-            single => vec![single],
+        let names: &[Value] = match value {
+            Value::Array(names) => names,
+            single => std::slice::from_ref(single),
         };
         let mut types = Types::NONE;
         for name in names {
@@ -704,6 +712,7 @@ impl<'s> Reader<'s> {
         if let Some(properties) = object.keyword("properties") {
             match properties {
                 Value::Object(properties) => {
+                    typed.object.properties.reserve_exact(properties.len());
                     for (name, schema) in properties {
                         let shape = self.read_at(
                             joined(&[pointer, "/properties/", &escape_pointer_token(name)]),
@@ -723,13 +732,18 @@ impl<'s> Reader<'s> {
         if let Some(required) = object.keyword("required") {
             match required {
                 Value::Array(names) => {
+                    let declared = object.has_keyword("properties");
+                    typed.object.required.reserve_exact(names.len());
+                    if declared {
+                        typed.object.written_first.reserve_exact(names.len());
+                    }
                     for name in names {
                         match name.as_str() {
                             Some(name)
                                 if !typed.object.required.iter().any(|known| known == name) =>
                             {
                                 typed.object.required.push(name.to_string());
-                                if object.has_keyword("properties") {
+                                if declared {
                                     typed.object.written_first.push(name.to_string());
                                 }
                             }
@@ -835,6 +849,44 @@ impl<'s> Reader<'s> {
     }
 }
 
+/// The parts of one schema object that are met into its shape, in the order they are
+/// read: most objects have one, kept without a vector.
+#[derive(Default)]
+struct Parts {
+    first: Option<Shape>,
+    rest: Vec<Shape>,
+}
+
+impl Parts {
+    fn push(&mut self, part: Shape) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(part);
+        } else {
+            self.rest.push(part);
+        }
+    }
+
+    fn extend(&mut self, parts: impl IntoIterator<Item = Shape>) {
+        for part in parts {
+            self.push(part);
+        }
+    }
+
+    /// The parts in order.
+    fn into_shapes(self) -> impl Iterator<Item = Shape> {
+        self.first.into_iter().chain(self.rest)
+    }
+
+    /// The values every part allows (any value when there is none).
+    fn meet_all(self, reader: &mut Reader<'_>, pointer: &str) -> Shape {
+        let mut shape = Shape::Any;
+        for part in self.into_shapes() {
+            shape = reader.simplifier().meet(pointer, shape, part);
+        }
+        shape
+    }
+}
+
 impl ShapeSource for Reader<'_> {
     fn shape_at(&mut self, pointer: &str) -> Shape {
         self.read(pointer)
@@ -866,6 +918,8 @@ struct KeywordGroups {
     string: bool,
     array: bool,
     object: bool,
+    /// Any keyword `read_object` looks up beside the groups and `type`.
+    other: bool,
 }
 
 impl KeywordGroups {
@@ -875,13 +929,19 @@ impl KeywordGroups {
             string: false,
             array: false,
             object: false,
+            other: false,
         };
         for key in object.keys() {
             match KeywordGroup::of(key) {
                 Some(KeywordGroup::Number) => groups.number = true,
                 Some(KeywordGroup::String) => groups.string = true,
                 Some(KeywordGroup::Array) => groups.array = true,
-                Some(KeywordGroup::Object) => groups.object = true,
+                Some(KeywordGroup::Object) => {
+                    groups.object = true;
+                    // Read both as an object keyword and as a schema keyword.
+                    groups.other |= key == "dependencies";
+                }
+                Some(KeywordGroup::Other) => groups.other = true,
                 None => {}
             }
         }
@@ -896,10 +956,13 @@ enum KeywordGroup {
     String,
     Array,
     Object,
+    /// The keywords `read_object` reads itself, of no one type: references, values,
+    /// combinators, conditionals, dependent schemas and the keywords Grail refuses.
+    Other,
 }
 
 impl KeywordGroup {
-    /// The group of `keyword`; `None` for keywords of no type.
+    /// The group of `keyword`; `None` for `type` and keywords that constrain nothing.
     fn of(keyword: &str) -> Option<KeywordGroup> {
         Some(match keyword {
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
@@ -917,29 +980,58 @@ impl KeywordGroup {
             | "maxProperties"
             | "dependentRequired"
             | "dependencies" => KeywordGroup::Object,
+            "$ref"
+            | "$dynamicRef"
+            | "$recursiveRef"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "enum"
+            | "const"
+            | "allOf"
+            | "anyOf"
+            | "oneOf"
+            | "not"
+            | "dependentSchemas"
+            | "if"
+            | "then"
+            | "else" => KeywordGroup::Other,
             _ => return None,
         })
     }
 }
 
-/// The values without repeats (JSON equality).
-fn dedup(values: Vec<Value>) -> Vec<Value> {
-    // Strings (most enums) are equal as JSON exactly when their texts are: hashed, not
-    // compared pairwise (an enum of thousands of values was quadratic).
+/// The values without repeats (JSON equality), copied once.
+fn dedup(values: &[Value]) -> std::rc::Rc<[Value]> {
+    // Strings (most enums) are equal as JSON exactly when their texts are: compared
+    // pairwise when few, hashed when many (an enum of thousands of values was quadratic).
     if values.iter().all(Value::is_string) {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        if values.len() <= 16 {
+            let repeated = |(index, value): (usize, &Value)| values[..index].contains(value);
+            if !values.iter().enumerate().any(repeated) {
+                return values.into();
+            }
+            return values
+                .iter()
+                .enumerate()
+                .filter(|&(index, value)| !repeated((index, value)))
+                .map(|(_, value)| value.clone())
+                .collect();
+        }
         let mut seen = rustc_hash::FxHashSet::default();
         return values
-            .into_iter()
-            .filter(|value| seen.insert(value.as_str().unwrap_or_default().to_string()))
+            .iter()
+            .filter(|value| seen.insert(text(value)))
+            .cloned()
             .collect();
     }
     let mut unique: Vec<Value> = Vec::with_capacity(values.len());
     for value in values {
-        if !unique.iter().any(|known| json_equal(known, &value)) {
-            unique.push(value);
+        if !unique.iter().any(|known| json_equal(known, value)) {
+            unique.push(value.clone());
         }
     }
-    unique
+    unique.into()
 }
 
 /// The type llama.cpp gives a schema without `type`, from its keywords.

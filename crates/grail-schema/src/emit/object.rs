@@ -196,7 +196,7 @@ impl Emitter<'_> {
                 named.push((property, Shape::Any, required.contains(property)));
             }
         }
-        let mut slots = Vec::new();
+        let mut slots = Vec::with_capacity(named.len());
         let mut written: Vec<&str> = Vec::with_capacity(named.len());
         for (property, declared_shape, required) in named {
             // A name the slots govern is never an additional property, even when nothing
@@ -786,7 +786,9 @@ fn slot_moves(
 /// How many moves of [`Emitter::rest`]'s state graph ([`slot_moves`]) lead into each
 /// state reached from the start.
 fn paths_into(layout: &Layout, cap: u64) -> HashMap<RestState, u32> {
-    let mut paths: HashMap<RestState, u32> = HashMap::default();
+    // Without bounds or conditions, two states per slot (none written yet, some).
+    let mut paths: HashMap<RestState, u32> =
+        HashMap::with_capacity_and_hasher(2 * layout.slots.len() + 2, Default::default());
     let mut pending: Vec<RestState> = vec![(0, 0, 0)];
     while let Some(state) = pending.pop() {
         let Some((written, skipped)) = slot_moves(layout, state, cap) else {
@@ -843,7 +845,7 @@ impl<'n> Names<'n> {
     /// The names of `names`.
     fn of(names: impl Iterator<Item = &'n str>) -> Names<'n> {
         let mut all = Names {
-            list: Vec::new(),
+            list: Vec::with_capacity(names.size_hint().0.min(NAMES_SCANNED + 1)),
             set: None,
         };
         for name in names {
