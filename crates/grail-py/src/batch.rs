@@ -58,31 +58,49 @@ pub fn fill_next_token_bitmasks(
             target.width
         )));
     }
-    let ended: Vec<bool> = matchers.iter().map(|matcher| matcher.ended).collect();
-    let mut inner: Vec<&mut RustMatcher> = matchers
-        .iter_mut()
-        .map(|matcher| &mut matcher.inner)
-        .collect();
-    // The masks into a buffer of the batch's own, on threads without the GIL; then into
-    // the caller's rows with the GIL held (no Python code can move or free them then).
+    let width = target.width;
+    // SAFETY (for every row written below): `bitmask_target` checked that the object is
+    // a writable, C-contiguous int32 array of `rows` × `width` elements at `address`,
+    // each `index < rows` was checked above, and rows are written only with the GIL held
+    // (no Python code can move or free them then).
+    let target_row = |index: usize| -> &mut [u32] {
+        unsafe {
+            std::slice::from_raw_parts_mut((target.address as *mut u32).add(index * width), width)
+        }
+    };
+    // Masks the learned store already holds go straight into the caller's rows, with the
+    // GIL held (a copy each); the rest are computed on threads without it, into a buffer
+    // of the batch's own, then copied.
+    let mut misses: Vec<(usize, &mut RustMatcher)> = Vec::new();
+    for (matcher, &index) in matchers.iter_mut().zip(&indices) {
+        let row = target_row(index);
+        if matcher.ended {
+            row.fill(0);
+            continue;
+        }
+        let used = matcher
+            .inner
+            .vocabulary()
+            .map_or(0, |index| index.vocabulary().len().div_ceil(32));
+        if matcher.inner.vocabulary().is_some()
+            && matcher.inner.fill_mask_words_if_cached(&mut row[..used])
+        {
+            row[used..].fill(0);
+        } else {
+            misses.push((index, &mut matcher.inner));
+        }
+    }
+    if misses.is_empty() {
+        return Ok(());
+    }
+    let (rows_of_misses, mut inner): (Vec<usize>, Vec<&mut RustMatcher>) =
+        misses.into_iter().unzip();
     let mut rows = vec![0u32; words.max(1) * inner.len()];
     py.detach(|| fill_masks(&mut inner, &mut rows, words.max(1)));
-    for ((row, &index), ended) in rows.chunks(words.max(1)).zip(&indices).zip(ended) {
-        // SAFETY: `bitmask_target` checked that the object is a writable, C-contiguous
-        // int32 array of `rows` × `width` elements at `address`, `index < rows` was
-        // checked above, and the GIL is held while the row is written.
-        let target_row: &mut [u32] = unsafe {
-            std::slice::from_raw_parts_mut(
-                (target.address as *mut u32).add(index * target.width),
-                target.width,
-            )
-        };
-        if ended {
-            target_row.fill(0);
-        } else {
-            target_row[..row.len()].copy_from_slice(row);
-            target_row[row.len()..].fill(0);
-        }
+    for (row, &index) in rows.chunks(words.max(1)).zip(&rows_of_misses) {
+        let target_row = target_row(index);
+        target_row[..row.len()].copy_from_slice(row);
+        target_row[row.len()..].fill(0);
     }
     Ok(())
 }
