@@ -2,8 +2,8 @@
 //! per-state and per-transition records, written by whichever matcher learns them and
 //! read by every matcher of the grammar without a lock.
 //!
-//! Two forms: [`AppendOnly`] for records (each element set once, through a `OnceLock`,
-//! so a reader sees a whole record or none), and [`SharedWords`] for the dense `u32`
+//! Two forms: [`AppendOnly`] for records (each element set once by the push that reserved
+//! it and published with release, so a reader sees a whole record or none), and [`SharedWords`] for the dense `u32`
 //! tables walks read at every trie node (atomics, stored with release and loaded with
 //! acquire: a reader that loads an index written by another thread then sees the record
 //! it names). Both have a fixed directory of chunks, sized by their capacity when made,
@@ -15,8 +15,10 @@
 //! `prefault_heap` (64 KB blocks) does not prevent. Chunks are the allocator's medium
 //! objects, which the prefaulted heap serves.
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 /// Bytes a chunk holds at most: the size of the blocks `prefault_heap` makes resident.
 pub(crate) const CHUNK_BYTES: usize = 64 << 10;
@@ -29,12 +31,69 @@ const fn chunk_shift(size: usize) -> u32 {
     fit.ilog2()
 }
 
+/// A cell written once, by the one push that reserved its index, and read by anyone
+/// after: all-zero bits are an empty cell, so a chunk of them is zeroed memory that is not
+/// written until used (a chunk made eagerly wrote tens of KB inside a cold mask).
+struct SetOnce<T> {
+    /// 0: empty; 1: written (stored with release after the value).
+    ready: AtomicU8,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: a cell's value is written once, before `ready` is set with release, by the
+// single push that reserved it, and only read (shared) after `ready` is seen with acquire;
+// so sharing cells between threads is sound for values that are themselves `Send + Sync`.
+unsafe impl<T: Send + Sync> Sync for SetOnce<T> {}
+
+impl<T> SetOnce<T> {
+    fn get(&self) -> Option<&T> {
+        // SAFETY: `ready` is set (with release) only after the value is written, and the
+        // value is never written again.
+        (self.ready.load(Ordering::Acquire) == 1)
+            .then(|| unsafe { (*self.value.get()).assume_init_ref() })
+    }
+
+    /// Writes the value; the caller is the only writer of this cell (it reserved it).
+    fn set(&self, value: T) {
+        debug_assert_eq!(self.ready.load(Ordering::Relaxed), 0, "a cell is set once");
+        // SAFETY: no one reads the value before `ready` is set, and the reservation makes
+        // this the only write.
+        unsafe { (*self.value.get()).write(value) };
+        self.ready.store(1, Ordering::Release);
+    }
+}
+
+impl<T> Drop for SetOnce<T> {
+    fn drop(&mut self) {
+        if *self.ready.get_mut() == 1 {
+            // SAFETY: set, so initialized; dropped once, with the cell.
+            unsafe { self.value.get_mut().assume_init_drop() };
+        }
+    }
+}
+
+/// `len` empty cells in zeroed memory (`calloc`: pages fresh from the system are not
+/// written).
+fn empty_cells<T>(len: usize) -> Box<[SetOnce<T>]> {
+    let layout = std::alloc::Layout::array::<SetOnce<T>>(len).expect("a chunk's layout");
+    assert!(layout.size() > 0, "cells of zero size");
+    // SAFETY: the layout has a non-zero size; zeroed memory is a valid array of empty
+    // cells (an `AtomicU8` of 0, and a `MaybeUninit` whatever its bits), so the box owns
+    // `len` initialized cells allocated with the global allocator and this layout.
+    unsafe {
+        let memory = std::alloc::alloc_zeroed(layout) as *mut SetOnce<T>;
+        if memory.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(memory, len))
+    }
+}
+
 /// A chunk of [`AppendOnly`]: cells set once each.
-type Chunk<T> = Box<[OnceLock<T>]>;
+type Chunk<T> = Box<[SetOnce<T>]>;
 
 /// A sequence of `T` that only grows, up to a capacity fixed when made; elements are
 /// appended and read through `&self`, from any thread.
-#[derive(Debug)]
 pub(crate) struct AppendOnly<T> {
     chunks: Box<[OnceLock<Chunk<T>>]>,
     /// Elements reserved so far (some may still be being written).
@@ -42,9 +101,19 @@ pub(crate) struct AppendOnly<T> {
     capacity: usize,
 }
 
+impl<T> std::fmt::Debug for AppendOnly<T> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("AppendOnly")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
 impl<T> AppendOnly<T> {
     /// log2 of the elements per chunk.
-    const SHIFT: u32 = chunk_shift(size_of::<OnceLock<T>>());
+    const SHIFT: u32 = chunk_shift(size_of::<SetOnce<T>>());
 
     /// Elements per chunk.
     const CHUNK_LEN: usize = 1 << Self::SHIFT;
@@ -76,13 +145,9 @@ impl<T> AppendOnly<T> {
             self.reserved.store(self.capacity, Ordering::Release);
             return Err(value);
         }
-        let chunk = self.chunks[index >> Self::SHIFT]
-            .get_or_init(|| (0..Self::CHUNK_LEN).map(|_| OnceLock::new()).collect());
-        // The index was reserved by this call alone, so its cell is empty.
-        chunk[index & (Self::CHUNK_LEN - 1)]
-            .set(value)
-            .map_err(|_| ())
-            .expect("an index is reserved once");
+        let chunk = self.chunks[index >> Self::SHIFT].get_or_init(|| empty_cells(Self::CHUNK_LEN));
+        // The index was reserved by this call alone, so this is its cell's one write.
+        chunk[index & (Self::CHUNK_LEN - 1)].set(value);
         Ok(index)
     }
 
@@ -112,57 +177,75 @@ impl<T> std::ops::Index<usize> for AppendOnly<T> {
     }
 }
 
-/// A table of `u32` words in chunks of `CHUNK_WORDS`, up to a capacity fixed when made:
-/// written and read through `&self` from any thread.
+/// A table of `u32` words in chunks of a power-of-two length, up to a capacity fixed when
+/// made: written and read through `&self` from any thread. A word never written reads as
+/// the table's `unwritten` value: words are stored XORed with it, so a chunk starts as
+/// zeroed memory (fresh pages from the allocator, not written until used).
 #[derive(Debug)]
 pub(crate) struct SharedWords {
     chunks: Box<[OnceLock<Box<[AtomicU32]>>]>,
-    chunk_words: usize,
+    /// log2 of the words per chunk.
+    shift: u32,
+    unwritten: u32,
+}
+
+/// `len` words of zeroed memory, as atomics.
+fn zeroed_words(len: usize) -> Box<[AtomicU32]> {
+    // Zeroed by the allocator (`calloc`): pages fresh from the system are not written.
+    let words: Box<[u32]> = vec![0u32; len].into_boxed_slice();
+    // SAFETY: `AtomicU32` has the same size, alignment and bit validity as `u32`, so the
+    // allocation is a valid `[AtomicU32]` of the same length and layout.
+    unsafe { Box::from_raw(Box::into_raw(words) as *mut [AtomicU32]) }
 }
 
 impl SharedWords {
-    /// Room for `capacity` words in chunks of `chunk_words` (a power of two).
-    pub(crate) fn with_capacity(capacity: usize, chunk_words: usize) -> SharedWords {
-        debug_assert!(chunk_words.is_power_of_two());
+    /// Room for `capacity` words in chunks of `chunk_words` (a power of two), every word
+    /// reading as `unwritten` until set.
+    pub(crate) fn with_capacity(
+        capacity: usize,
+        chunk_words: usize,
+        unwritten: u32,
+    ) -> SharedWords {
+        assert!(chunk_words.is_power_of_two());
         SharedWords {
             chunks: (0..capacity.div_ceil(chunk_words))
                 .map(|_| OnceLock::new())
                 .collect(),
-            chunk_words,
+            shift: chunk_words.ilog2(),
+            unwritten,
         }
     }
 
-    /// The chunk holding word `index`, made (filled with `fill`) if it is the first
-    /// word written there.
-    fn chunk(&self, index: usize, fill: u32) -> &[AtomicU32] {
-        self.chunks[index / self.chunk_words].get_or_init(|| {
-            (0..self.chunk_words)
-                .map(|_| AtomicU32::new(fill))
-                .collect()
-        })
-    }
-
-    /// The words `start..start + len` (inside one chunk), made if needed.
-    pub(crate) fn slice(&self, start: usize, len: usize, fill: u32) -> &[AtomicU32] {
-        let offset = start % self.chunk_words;
-        &self.chunk(start, fill)[offset..offset + len]
+    /// The chunk holding word `index` and the word's place in it, the chunk made if
+    /// needed.
+    fn word(&self, index: usize) -> &AtomicU32 {
+        let chunk = self.chunks[index >> self.shift].get_or_init(|| zeroed_words(1 << self.shift));
+        &chunk[index & ((1 << self.shift) - 1)]
     }
 
     /// The word at `index`.
-    ///
-    /// # Panics
-    /// When no word of its chunk was written.
     #[inline]
     pub(crate) fn get(&self, index: usize) -> u32 {
-        match self.chunks[index / self.chunk_words].get() {
-            Some(chunk) => chunk[index % self.chunk_words].load(Ordering::Acquire),
-            None => panic!("word {index} read before its chunk was written"),
-        }
+        let stored = match self.chunks[index >> self.shift].get() {
+            Some(chunk) => chunk[index & ((1 << self.shift) - 1)].load(Ordering::Acquire),
+            None => 0,
+        };
+        stored ^ self.unwritten
     }
 
-    /// Sets the word at `index` (its chunk made, filled with `fill`, if needed).
-    pub(crate) fn set(&self, index: usize, value: u32, fill: u32) {
-        self.chunk(index, fill)[index % self.chunk_words].store(value, Ordering::Release);
+    /// Sets the word at `index`.
+    pub(crate) fn set(&self, index: usize, value: u32) {
+        self.word(index)
+            .store(value ^ self.unwritten, Ordering::Release);
+    }
+
+    /// Sets the word at `index` to `value` when it holds `expected`. Another thread may
+    /// write it in between (callers write only values equivalent to each other).
+    pub(crate) fn replace(&self, index: usize, expected: u32, value: u32) {
+        let word = self.word(index);
+        if word.load(Ordering::Relaxed) ^ self.unwritten == expected {
+            word.store(value ^ self.unwritten, Ordering::Release);
+        }
     }
 }
 
@@ -205,13 +288,16 @@ mod tests {
     }
 
     #[test]
-    fn words_read_what_was_set_and_the_fill_elsewhere() {
-        let words = SharedWords::with_capacity(1024, 256);
-        words.set(300, 7, u32::MAX);
-        assert_eq!(words.get(300), 7);
-        assert_eq!(words.get(301), u32::MAX);
-        assert_eq!(words.slice(256, 256, 0)[44].load(Ordering::Relaxed), 7);
-        words.slice(512, 256, 5);
-        assert_eq!(words.get(600), 5);
+    fn words_read_what_was_set_and_the_unwritten_value_elsewhere() {
+        let words = SharedWords::with_capacity(1024, 256, 7);
+        assert_eq!(words.get(1000), 7);
+        words.set(300, 9);
+        assert_eq!(words.get(300), 9);
+        assert_eq!(words.get(301), 7);
+        words.set(301, 0);
+        assert_eq!(words.get(301), 0);
+        words.replace(302, 7, 5);
+        words.replace(300, 7, 5);
+        assert_eq!([words.get(300), words.get(302)], [9, 5]);
     }
 }

@@ -443,7 +443,7 @@ impl Default for StepCache {
             states: AppendOnly::with_capacity(MAX_STATES),
             transitions: TransitionTable::with_capacity(MAX_STATES),
             results: AppendOnly::with_capacity(MAX_RESULTS),
-            summaries: SharedWords::with_capacity(MAX_RESULTS, SUMMARIES_PER_CHUNK),
+            summaries: SharedWords::with_capacity(MAX_RESULTS, SUMMARIES_PER_CHUNK, 0),
             walks: RwLock::default(),
             walk_bytes: AtomicUsize::new(0),
             writer: Mutex::default(),
@@ -671,7 +671,7 @@ impl StepCache {
             return;
         };
         // The summary before the entries that lead to it.
-        self.summaries.set(index, summary.0, 0);
+        self.summaries.set(index, summary.0);
         self.set_for_class(graph, state, byte, index as u32);
     }
 

@@ -7,8 +7,6 @@
 //! table's pages are touched by the copy). Chunks of [`CHUNK_STATES`] rows are allocated
 //! as states need them and never move; a lookup costs one more (cached) load.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use crate::automaton::shared_chunks::SharedWords;
 use crate::automaton::step_cache::{DEAD, StateId, UNKNOWN};
 
@@ -35,20 +33,21 @@ impl TransitionTable {
     /// Room for the rows of `max_states` states.
     pub(crate) fn with_capacity(max_states: usize) -> TransitionTable {
         TransitionTable {
-            words: SharedWords::with_capacity(max_states * 256, CHUNK_STATES * 256),
+            // Entries never written read as `DEAD`: a row needs only its live bytes set.
+            words: SharedWords::with_capacity(max_states * 256, CHUNK_STATES * 256, DEAD),
         }
     }
 
     /// Writes the row of `state` (before it is published): `UNKNOWN` for the bytes set
-    /// in `live` (bit per byte), `DEAD` for the rest (what a new chunk holds).
+    /// in `live` (bit per byte); the rest read as `DEAD`.
     pub(crate) fn write_row(&self, state: StateId, live: &[u64; 4]) {
-        let row = self.row(state);
-        for (quarter, &bits) in row.chunks_exact(64).zip(live) {
+        let row = state as usize * 256;
+        for (quarter, &bits) in live.iter().enumerate() {
             let mut bits = bits;
             while bits != 0 {
                 let bit = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                quarter[bit].store(UNKNOWN, Ordering::Relaxed);
+                self.words.set(row + quarter * 64 + bit, UNKNOWN);
             }
         }
     }
@@ -61,37 +60,32 @@ impl TransitionTable {
 
     /// Sets the entry of `state` for `byte`.
     pub(crate) fn set(&self, state: StateId, byte: u8, value: u32) {
-        self.row(state)[usize::from(byte)].store(value, Ordering::Release);
+        self.words
+            .set(state as usize * 256 + usize::from(byte), value);
     }
 
     /// Sets the entries of `state` for the ASCII bytes in `bytes` (bit per byte) that are
     /// still `UNKNOWN` to `value`.
     pub(crate) fn fill_unknown_ascii(&self, state: StateId, bytes: u128, value: u32) {
-        self.fill_unknown(&self.row(state)[..128], bytes, value);
+        self.fill_unknown(state as usize * 256, bytes, value);
     }
 
     /// Sets the entries of `state` for the bytes past ASCII in `bytes` (bit `byte - 0x80`)
     /// that are still `UNKNOWN` to `value`.
     pub(crate) fn fill_unknown_high(&self, state: StateId, bytes: u128, value: u32) {
-        self.fill_unknown(&self.row(state)[128..], bytes, value);
+        self.fill_unknown(state as usize * 256 + 128, bytes, value);
     }
 
-    fn fill_unknown(&self, entries: &[AtomicU32], bytes: u128, value: u32) {
+    /// Sets the entries `start + bit` for the bits of `bytes` that are still `UNKNOWN`.
+    /// Another thread may write an entry in between: every value written for it describes
+    /// the same transition, so either may stay.
+    fn fill_unknown(&self, start: usize, bytes: u128, value: u32) {
         let mut bits = bytes;
         while bits != 0 {
-            let entry = &entries[bits.trailing_zeros() as usize];
+            let bit = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            // Another thread may write the entry in between: every value written for it
-            // describes the same transition, so either may stay.
-            if entry.load(Ordering::Relaxed) == UNKNOWN {
-                entry.store(value, Ordering::Release);
-            }
+            self.words.replace(start + bit, UNKNOWN, value);
         }
-    }
-
-    /// The row of `state`.
-    fn row(&self, state: StateId) -> &[AtomicU32] {
-        self.words.slice(state as usize * 256, 256, DEAD)
     }
 }
 
