@@ -327,7 +327,6 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-
 /// True when some object anywhere in `value` has an `$id`, a string `id` or an
 /// `$anchor` (a superset of the schemas [`ResourceIndex::new`] indexes).
 fn has_identifiers(value: &Value) -> bool {
