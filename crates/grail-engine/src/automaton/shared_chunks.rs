@@ -3,10 +3,10 @@
 //! read by every matcher of the grammar without a lock.
 //!
 //! Two forms: [`AppendOnly`] for records (each element set once by the push that reserved
-//! it and published with release, so a reader sees a whole record or none), and [`SharedWords`] for the dense `u32`
-//! tables walks read at every trie node (atomics, stored with release and loaded with
-//! acquire: a reader that loads an index written by another thread then sees the record
-//! it names). Both have a fixed directory of chunks, sized by their capacity when made,
+//! it and published with release, so a reader sees a whole record or none), and
+//! [`SharedWords`] for the dense `u32` tables walks read at every trie node (atomics,
+//! stored with release and loaded with acquire: a reader that loads an index written by
+//! another thread then sees the record it names). Both have a fixed directory of chunks, sized by their capacity when made,
 //! so a reader never meets a directory being resized.
 //!
 //! Chunks hold at most [`CHUNK_BYTES`]: a vector that doubled copied everything learned
