@@ -239,16 +239,8 @@ impl Matcher {
                 .unwrap_or(draft.len())
         });
         let head_rows = &mut rows[..(head + 1) * words];
-        let filled = if self.max_rollback_tokens.is_some_and(|limit| head > limit) {
-            // On a copy without the limit: the engine rolls the draft back after its
-            // walk, which the limit could prevent (it drops tokens as the walk accepts
-            // them).
-            let mut copy = self.inner.fork();
-            copy.set_token_history_limit(None);
-            copy.fill_draft_masks(&draft[..head], head_rows)
-        } else {
-            self.inner.fill_draft_masks(&draft[..head], head_rows)
-        };
+        // The engine walks a draft longer than the token limit on a copy itself.
+        let filled = self.inner.fill_draft_masks(&draft[..head], head_rows);
         if filled <= head || head == draft.len() {
             return Ok(filled);
         }
