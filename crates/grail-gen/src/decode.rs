@@ -17,11 +17,11 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use grail_engine::{CompiledGrammar, Matcher};
-use grail_vocab::TokenBitmask;
+use grail_engine::CompiledGrammar;
 
 use crate::model::{Model, ModelError, prime};
-use crate::sampling::{SamplingParams, TokenSampler, penalized};
+use crate::sampling::SamplingParams;
+use crate::sequence::{Draw, Next, SequenceDecoder};
 
 /// When the decode loop fills a whole token mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,6 +43,12 @@ pub struct DecodeOptions {
     pub sampling: SamplingParams,
     /// When masks are filled.
     pub mask: MaskStrategy,
+    /// Append the tokens the grammar forces without sampling them (jump-forward, see
+    /// docs/jump-forward.md): one model call reads them all. Off by default: the text is
+    /// the same wherever the model would have written the forced text in the tokens the
+    /// tokenizer gives it; where it would have split it otherwise, the output may differ
+    /// after that point.
+    pub jump_forward: bool,
 }
 
 impl Default for DecodeOptions {
@@ -51,6 +57,7 @@ impl Default for DecodeOptions {
             max_tokens: 512,
             sampling: SamplingParams::default(),
             mask: MaskStrategy::default(),
+            jump_forward: false,
         }
     }
 }
@@ -118,6 +125,9 @@ pub struct DecodeStats {
     pub grammar_us: Vec<f64>,
     /// How many times a whole mask was filled.
     pub full_masks: usize,
+    /// Tokens the grammar forced and jump-forward appended without a draw (counted in
+    /// the output's tokens; [`DecodeStats::grammar_us`] has one entry per drawn token).
+    pub forced_tokens: usize,
 }
 
 /// The `quantile` of `values` (nearest rank), 0 when empty.
@@ -199,126 +209,35 @@ pub fn decode_observed(
     options: &DecodeOptions,
     observer: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
 ) -> Result<Generation, DecodeError> {
-    options.sampling.validate().map_err(DecodeError::Options)?;
-    if options.max_tokens == 0 {
-        return Err(DecodeError::Options("max tokens must be at least 1".into()));
-    }
-    if grammar.is_some_and(|grammar| !grammar.has_matches()) {
-        return Err(DecodeError::EmptyLanguage);
-    }
-    let needed = prompt.len() + options.max_tokens;
-    if needed > model.context_length() {
-        return Err(ModelError::ContextFull {
-            needed,
-            limit: model.context_length(),
-        }
-        .into());
-    }
-    let index = model.vocabulary().clone();
-    let vocabulary = index.vocabulary();
-    let mut matcher = grammar.map(|grammar| Matcher::with_vocabulary(grammar, index.clone()));
-    let mut mask = TokenBitmask::new(vocabulary.len());
-    let mut sampler = TokenSampler::new(options.sampling.clone());
-    let check_first = options.mask == MaskStrategy::CheckFirst
-        && (options.sampling.is_greedy() || options.sampling.draws_from_everything());
-
-    let mut stats = DecodeStats {
-        prompt_tokens: prompt.len(),
-        ..DecodeStats::default()
-    };
+    let mut sequence = SequenceDecoder::new(
+        model.vocabulary().clone(),
+        grammar,
+        options,
+        prompt.len(),
+        model.context_length(),
+    )?;
     let started = Instant::now();
-    stats.prompt_tokens_read = prime(model, prompt)?;
-    stats.prompt_s = started.elapsed().as_secs_f64();
+    sequence.stats_mut().prompt_tokens_read = prime(model, prompt)?;
+    sequence.stats_mut().prompt_s = started.elapsed().as_secs_f64();
 
-    let mut bytes = Vec::new();
-    let mut tokens = Vec::new();
-    let mut scratch = Vec::new();
     let decode_started = Instant::now();
     let finish = loop {
-        let logits = penalized(model.logits(), &tokens, &options.sampling, &mut scratch);
-        let token = match matcher.as_mut() {
-            None => {
-                let token = sampler.sample(logits, None);
-                stats.grammar_us.push(0.0);
-                token.ok_or_else(|| DecodeError::NoProbableToken {
-                    written: String::from_utf8_lossy(&bytes).into_owned(),
-                })?
-            }
-            Some(matcher) => {
-                let mut grammar_time = 0.0;
-                let mut chosen = None;
-                if check_first {
-                    // The unconstrained draw is not grammar work: time the check only.
-                    let drawn = sampler.sample(logits, None);
-                    let checking = Instant::now();
-                    if let Some(drawn) = drawn
-                        && matcher.is_token_allowed(drawn)
-                    {
-                        chosen = Some(drawn);
-                    }
-                    grammar_time += checking.elapsed().as_secs_f64();
-                }
-                let masking = Instant::now();
-                let token = match chosen {
-                    Some(token) => token,
-                    None => {
-                        matcher.fill_mask(&mut mask);
-                        stats.full_masks += 1;
-                        let written = || String::from_utf8_lossy(&bytes).into_owned();
-                        if mask.count() == 0 {
-                            return Err(DecodeError::NoAllowedToken {
-                                written: written(),
-                                offset: bytes.len(),
-                            });
-                        }
-                        sampler
-                            .sample(logits, Some(&mask))
-                            .ok_or_else(|| DecodeError::NoProbableToken { written: written() })?
-                    }
-                };
-                if matcher.accept_token(token).is_err() {
-                    return Err(DecodeError::Refused { token });
-                }
-                grammar_time += masking.elapsed().as_secs_f64();
-                stats.grammar_us.push(grammar_time * 1e6);
-                token
+        let logits = model.logits();
+        let token = match sequence.draw(logits)? {
+            Draw::Chosen(token) => token,
+            Draw::NeedsMask => {
+                sequence.fill_mask();
+                sequence.draw_masked(logits)?
             }
         };
-        tokens.push(token);
-        if vocabulary.is_end_of_generation(token) {
-            break Finish::Stop;
+        let mut tokenize = |bytes: &[u8]| {
+            let text = std::str::from_utf8(bytes).ok()?;
+            model.tokenize(text).ok()
+        };
+        match sequence.accept(token, observer, &mut tokenize)? {
+            Next::Read(tokens) => model.forward(&tokens)?,
+            Next::Finished(finish) => break finish,
         }
-        bytes.extend_from_slice(vocabulary.bytes(token));
-        if observer(vocabulary.bytes(token)).is_break() {
-            break Finish::Interrupted;
-        }
-        if let Some(matcher) = matcher.as_mut() {
-            let ending = Instant::now();
-            let ended = matcher.allows_nothing_more();
-            if let Some(last) = stats.grammar_us.last_mut() {
-                *last += ending.elapsed().as_secs_f64() * 1e6;
-            }
-            if ended {
-                break Finish::Stop;
-            }
-        }
-        if tokens.len() == options.max_tokens {
-            let complete = matcher
-                .as_ref()
-                .is_none_or(|matcher| matcher.is_accepting());
-            break if complete {
-                Finish::Length
-            } else {
-                Finish::Truncated
-            };
-        }
-        model.forward(&[token])?;
     };
-    stats.decode_s = decode_started.elapsed().as_secs_f64();
-    Ok(Generation {
-        bytes,
-        tokens,
-        finish,
-        stats,
-    })
+    Ok(sequence.into_generation(finish, decode_started.elapsed().as_secs_f64()))
 }

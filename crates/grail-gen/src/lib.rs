@@ -25,6 +25,8 @@
 //! ```
 #![warn(missing_docs)]
 
+mod batch_decode;
+mod batch_model;
 pub mod chat;
 mod decode;
 pub mod embedded;
@@ -34,10 +36,13 @@ mod model;
 mod prompt;
 mod prompt_pieces;
 mod sampling;
+mod sequence;
 pub mod testing;
 mod tool_calls;
 pub mod tool_prompt;
 
+pub use batch_decode::{Admission, BatchDecoder, SequenceId, StepReport};
+pub use batch_model::{BatchModel, SequenceRead};
 pub use chat::{Message, SpecialTexts, render_chat};
 pub use decode::{
     DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy, decode,

@@ -16,6 +16,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
 use self_cell::self_cell;
 
+use crate::batch_model::{BatchModel, SequenceRead};
 use crate::model::{Model, ModelError};
 use crate::prompt_pieces::{PIECE_BYTES, special_token_pieces};
 
@@ -61,6 +62,12 @@ pub struct LlamaOptions {
     /// SmolLM2 on two cores (200 tokens: 116 vs 153 tokens/s after a 37-token prompt, 35
     /// vs 93 after 742 tokens; llama.cpp's own default, "auto", turns it on).
     pub flash_attention: bool,
+    /// Sequences held at once, for [`crate::BatchDecoder`] (at least 1).
+    pub sequences: usize,
+    /// Tokens the attention cache holds over all sequences (default: the context, or
+    /// 2,048 per sequence when that is more). One sequence may use up to `context` of
+    /// them.
+    pub cache_tokens: Option<u32>,
 }
 
 impl Default for LlamaOptions {
@@ -69,9 +76,14 @@ impl Default for LlamaOptions {
             context: DEFAULT_CONTEXT,
             threads: None,
             flash_attention: false,
+            sequences: 1,
+            cache_tokens: None,
         }
     }
 }
+
+/// Tokens of attention cache set aside per sequence by default when several run.
+const DEFAULT_CACHE_PER_SEQUENCE: u32 = 2048;
 
 /// A GGUF model run by llama.cpp.
 pub struct LlamaCppModel {
@@ -85,9 +97,12 @@ pub struct LlamaCppModel {
     piece_anchors: Vec<String>,
     /// Every text llama.cpp reads as a special token in a prompt.
     special_texts: Vec<String>,
-    tokens: Vec<u32>,
-    /// The batch index of the token whose logits are current.
-    logits_index: i32,
+    /// Tokens the attention cache holds over all sequences.
+    cache_tokens: usize,
+    /// Each sequence's tokens.
+    tokens: Vec<Vec<u32>>,
+    /// Each sequence's batch index of the token whose logits are current.
+    logits_index: Vec<i32>,
     batch: LlamaBatch<'static>,
 }
 
@@ -97,7 +112,7 @@ impl std::fmt::Debug for LlamaCppModel {
             .debug_struct("LlamaCppModel")
             .field("vocabulary", &self.vocabulary.vocabulary().name())
             .field("context_length", &self.context_length)
-            .field("tokens", &self.tokens.len())
+            .field("sequences", &self.tokens.len())
             .finish()
     }
 }
@@ -134,12 +149,22 @@ impl LlamaCppModel {
             .then(|| model.vocab().bos().0 as u32);
         let (piece_anchors, special_texts) = special_texts(&model, &vocabulary);
         let context = options.context.min(model.n_ctx_train().max(1)).max(16);
+        let sequences = options.sequences.max(1);
+        let cache_tokens = options
+            .cache_tokens
+            .unwrap_or_else(|| context.max(DEFAULT_CACHE_PER_SEQUENCE * sequences as u32))
+            .max(16);
+        let context = context.min(cache_tokens);
         let threads = options.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, |cores| cores.get() as i32)
         });
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(context))
+            .with_n_ctx(NonZeroU32::new(cache_tokens))
             .with_n_batch(PROMPT_BATCH as u32)
+            .with_n_ubatch(PROMPT_BATCH as u32)
+            .with_n_seq_max(sequences as u32)
+            // One cache for all sequences, so a shared prompt prefix is held once.
+            .with_kv_unified(true)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
             .with_flash_attention_policy(if options.flash_attention {
@@ -157,8 +182,9 @@ impl LlamaCppModel {
             context_length: context as usize,
             piece_anchors,
             special_texts,
-            tokens: Vec::new(),
-            logits_index: 0,
+            cache_tokens: cache_tokens as usize,
+            tokens: vec![Vec::new(); sequences],
+            logits_index: vec![0; sequences],
             batch: LlamaBatch::new(PROMPT_BATCH, 1),
         })
     }
@@ -250,61 +276,143 @@ impl Model for LlamaCppModel {
     }
 
     fn tokens(&self) -> &[u32] {
-        &self.tokens
+        &self.tokens[0]
     }
 
     fn truncate(&mut self, len: usize) -> Result<(), ModelError> {
-        if len >= self.tokens.len() {
-            return Ok(());
-        }
-        self.loaded
-            .with_dependent_mut(|_, context| {
-                context.clear_kv_cache_seq(Some(0), Some(len as u32), None)
-            })
-            .map_err(|error| ModelError::Forward(error.to_string()))?;
-        self.tokens.truncate(len);
-        Ok(())
+        self.truncate_sequence(0, len)
     }
 
     fn forward(&mut self, tokens: &[u32]) -> Result<(), ModelError> {
-        let needed = self.tokens.len() + tokens.len();
+        if tokens.is_empty() {
+            return Err(ModelError::Forward("no token to read".into()));
+        }
+        let needed = self.tokens[0].len() + tokens.len();
         if needed > self.context_length {
             return Err(ModelError::ContextFull {
                 needed,
                 limit: self.context_length,
             });
         }
-        if tokens.is_empty() {
-            return Err(ModelError::Forward("no token to read".into()));
-        }
-        let vocabulary_len = self.vocabulary.vocabulary().len();
-        for chunk in tokens.chunks(PROMPT_BATCH) {
-            self.batch.clear();
-            for (offset, &token) in chunk.iter().enumerate() {
-                if token as usize >= vocabulary_len {
-                    return Err(ModelError::Forward(format!(
-                        "token {token} is outside the vocabulary"
-                    )));
-                }
-                let position = (self.tokens.len() + offset) as i32;
-                let last = offset + 1 == chunk.len();
-                self.batch
-                    .add(LlamaToken::new(token as i32), position, &[0], last)
-                    .map_err(|error| ModelError::Forward(error.to_string()))?;
-            }
-            let batch = &mut self.batch;
-            self.loaded
-                .with_dependent_mut(|_, context| context.decode(batch))
-                .map_err(|error| ModelError::Forward(error.to_string()))?;
-            self.tokens.extend_from_slice(chunk);
-            self.logits_index = chunk.len() as i32 - 1;
+        let chunks: Vec<&[u32]> = tokens.chunks(PROMPT_BATCH).collect();
+        for (index, chunk) in chunks.iter().enumerate() {
+            self.forward_batch(&[SequenceRead {
+                sequence: 0,
+                tokens: chunk,
+                logits: index + 1 == chunks.len(),
+            }])?;
         }
         Ok(())
     }
 
     fn logits(&self) -> &[f32] {
+        self.sequence_logits(0)
+    }
+}
+
+impl BatchModel for LlamaCppModel {
+    fn sequences(&self) -> usize {
+        self.tokens.len()
+    }
+
+    fn batch_tokens(&self) -> usize {
+        PROMPT_BATCH
+    }
+
+    fn cache_tokens(&self) -> usize {
+        self.cache_tokens
+    }
+
+    fn sequence_tokens(&self, sequence: usize) -> &[u32] {
+        &self.tokens[sequence]
+    }
+
+    fn truncate_sequence(&mut self, sequence: usize, len: usize) -> Result<(), ModelError> {
+        if len >= self.tokens[sequence].len() {
+            return Ok(());
+        }
+        self.loaded
+            .with_dependent_mut(|_, context| {
+                context.clear_kv_cache_seq(Some(sequence as u32), Some(len as u32), None)
+            })
+            .map_err(|error| ModelError::Forward(error.to_string()))?;
+        self.tokens[sequence].truncate(len);
+        Ok(())
+    }
+
+    fn share_prefix(&mut self, from: usize, to: usize, len: usize) -> Result<(), ModelError> {
+        let len = len.min(self.tokens[from].len());
+        self.truncate_sequence(to, 0)?;
+        if len > 0 {
+            self.loaded
+                .with_dependent_mut(|_, context| {
+                    context.copy_kv_cache_seq(from as i32, to as i32, Some(0), Some(len as u32))
+                })
+                .map_err(|error| ModelError::Forward(error.to_string()))?;
+        }
+        let prefix = self.tokens[from][..len].to_vec();
+        self.tokens[to] = prefix;
+        Ok(())
+    }
+
+    fn forward_batch(&mut self, reads: &[SequenceRead<'_>]) -> Result<(), ModelError> {
+        let total: usize = reads.iter().map(|read| read.tokens.len()).sum();
+        if total > PROMPT_BATCH {
+            return Err(ModelError::Forward(format!(
+                "{total} tokens in one batch, more than its {PROMPT_BATCH}"
+            )));
+        }
+        let vocabulary_len = self.vocabulary.vocabulary().len();
+        self.batch.clear();
+        let mut logits_at = Vec::new();
+        for read in reads {
+            let held = self.tokens[read.sequence].len();
+            let needed = held + read.tokens.len();
+            if needed > self.context_length {
+                return Err(ModelError::ContextFull {
+                    needed,
+                    limit: self.context_length,
+                });
+            }
+            if read.tokens.is_empty() {
+                return Err(ModelError::Forward("no token to read".into()));
+            }
+            for (offset, &token) in read.tokens.iter().enumerate() {
+                if token as usize >= vocabulary_len {
+                    return Err(ModelError::Forward(format!(
+                        "token {token} is outside the vocabulary"
+                    )));
+                }
+                let last = read.logits && offset + 1 == read.tokens.len();
+                if last {
+                    logits_at.push((read.sequence, self.batch.n_tokens()));
+                }
+                self.batch
+                    .add(
+                        LlamaToken::new(token as i32),
+                        (held + offset) as i32,
+                        &[read.sequence as i32],
+                        last,
+                    )
+                    .map_err(|error| ModelError::Forward(error.to_string()))?;
+            }
+        }
+        let batch = &mut self.batch;
+        self.loaded
+            .with_dependent_mut(|_, context| context.decode(batch))
+            .map_err(|error| ModelError::Forward(error.to_string()))?;
+        for read in reads {
+            self.tokens[read.sequence].extend_from_slice(read.tokens);
+        }
+        for (sequence, index) in logits_at {
+            self.logits_index[sequence] = index;
+        }
+        Ok(())
+    }
+
+    fn sequence_logits(&self, sequence: usize) -> &[f32] {
         self.loaded
             .borrow_dependent()
-            .get_logits_ith(self.logits_index)
+            .get_logits_ith(self.logits_index[sequence])
     }
 }

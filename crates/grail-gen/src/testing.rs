@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use grail_vocab::{TokenKind, Vocabulary, VocabularyIndex};
 
+use crate::batch_model::{BatchModel, SequenceRead};
 use crate::model::{Model, ModelError};
 
 /// The text of the tiny model's end-of-generation token (id 0).
@@ -52,8 +53,14 @@ pub struct TinyModel {
     vocabulary: Arc<VocabularyIndex>,
     seed: u64,
     context_length: usize,
-    tokens: Vec<u32>,
-    logits: Vec<f32>,
+    /// Each sequence's tokens (sequence 0 is the [`Model`]'s).
+    tokens: Vec<Vec<u32>>,
+    /// Each sequence's next-token logits.
+    logits: Vec<Vec<f32>>,
+    /// The attention cache's size over all sequences, as [`BatchModel::cache_tokens`].
+    cache_tokens: usize,
+    /// Model calls so far (batched or not), for tests of batching.
+    calls: usize,
     /// How much the end-of-generation token's logit is raised (keeps outputs short).
     end_bias: f32,
     /// How long each forward pass sleeps (a real model's pace, for server tests).
@@ -90,11 +97,13 @@ impl TinyModel {
         }
         let vocabulary = Vocabulary::new("tiny", tokens, kinds, vec![0], None);
         TinyModel {
-            logits: vec![0.0; vocabulary.len()],
+            logits: vec![vec![0.0; vocabulary.len()]],
             vocabulary: Arc::new(VocabularyIndex::new(vocabulary)),
             seed,
             context_length: 4096,
-            tokens: Vec::new(),
+            tokens: vec![Vec::new()],
+            cache_tokens: 4096,
+            calls: 0,
             end_bias: 2.0,
             delay: std::time::Duration::ZERO,
         }
@@ -103,6 +112,9 @@ impl TinyModel {
     /// The same model with another context length.
     pub fn with_context_length(mut self, context_length: usize) -> TinyModel {
         self.context_length = context_length;
+        if self.tokens.len() == 1 {
+            self.cache_tokens = context_length;
+        }
         self
     }
 
@@ -119,15 +131,32 @@ impl TinyModel {
         self
     }
 
-    fn compute_logits(&mut self) {
-        let last = *self.tokens.last().unwrap_or(&0) as u64;
-        let position = self.tokens.len() as u64;
-        for (id, logit) in self.logits.iter_mut().enumerate() {
+    /// The same model holding `sequences` sequences at once (as a [`BatchModel`]) in a
+    /// cache of `cache_tokens` tokens.
+    pub fn with_sequences(mut self, sequences: usize, cache_tokens: usize) -> TinyModel {
+        let sequences = sequences.max(1);
+        self.tokens = vec![Vec::new(); sequences];
+        self.logits = vec![vec![0.0; self.vocabulary.vocabulary().len()]; sequences];
+        self.cache_tokens = cache_tokens;
+        self
+    }
+
+    /// How many model calls were made (a batch counts once).
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    fn compute_logits(&mut self, sequence: usize) {
+        let tokens = &self.tokens[sequence];
+        let last = *tokens.last().unwrap_or(&0) as u64;
+        let position = tokens.len() as u64;
+        let logits = &mut self.logits[sequence];
+        for (id, logit) in logits.iter_mut().enumerate() {
             let hash = mix(self.seed ^ mix(last << 32 | position) ^ mix(id as u64 + 1));
             // Uniform in [-4, 4).
             *logit = (hash >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0;
         }
-        self.logits[0] += self.end_bias;
+        logits[0] += self.end_bias;
     }
 }
 
@@ -178,30 +207,87 @@ impl Model for TinyModel {
     }
 
     fn tokens(&self) -> &[u32] {
-        &self.tokens
+        &self.tokens[0]
     }
 
     fn truncate(&mut self, len: usize) -> Result<(), ModelError> {
-        self.tokens.truncate(len);
-        Ok(())
+        self.truncate_sequence(0, len)
     }
 
     fn forward(&mut self, tokens: &[u32]) -> Result<(), ModelError> {
-        if self.tokens.len() + tokens.len() > self.context_length {
+        self.forward_batch(&[SequenceRead {
+            sequence: 0,
+            tokens,
+            logits: true,
+        }])
+    }
+
+    fn logits(&self) -> &[f32] {
+        &self.logits[0]
+    }
+}
+
+impl BatchModel for TinyModel {
+    fn sequences(&self) -> usize {
+        self.tokens.len()
+    }
+
+    fn batch_tokens(&self) -> usize {
+        64
+    }
+
+    fn cache_tokens(&self) -> usize {
+        self.cache_tokens
+    }
+
+    fn sequence_tokens(&self, sequence: usize) -> &[u32] {
+        &self.tokens[sequence]
+    }
+
+    fn truncate_sequence(&mut self, sequence: usize, len: usize) -> Result<(), ModelError> {
+        self.tokens[sequence].truncate(len);
+        Ok(())
+    }
+
+    fn share_prefix(&mut self, from: usize, to: usize, len: usize) -> Result<(), ModelError> {
+        let len = len.min(self.tokens[from].len());
+        self.tokens[to] = self.tokens[from][..len].to_vec();
+        Ok(())
+    }
+
+    /// Any number of tokens per call (the batch size only paces [`crate::BatchDecoder`]).
+    fn forward_batch(&mut self, reads: &[SequenceRead<'_>]) -> Result<(), ModelError> {
+        for read in reads {
+            let needed = self.tokens[read.sequence].len() + read.tokens.len();
+            if needed > self.context_length {
+                return Err(ModelError::ContextFull {
+                    needed,
+                    limit: self.context_length,
+                });
+            }
+        }
+        let held: usize = self.tokens.iter().map(Vec::len).sum();
+        let needed = held + reads.iter().map(|read| read.tokens.len()).sum::<usize>();
+        if needed > self.cache_tokens {
             return Err(ModelError::ContextFull {
-                needed: self.tokens.len() + tokens.len(),
-                limit: self.context_length,
+                needed,
+                limit: self.cache_tokens,
             });
         }
-        self.tokens.extend_from_slice(tokens);
-        self.compute_logits();
+        self.calls += 1;
+        for read in reads {
+            self.tokens[read.sequence].extend_from_slice(read.tokens);
+            if read.logits {
+                self.compute_logits(read.sequence);
+            }
+        }
         if !self.delay.is_zero() {
             std::thread::sleep(self.delay);
         }
         Ok(())
     }
 
-    fn logits(&self) -> &[f32] {
-        &self.logits
+    fn sequence_logits(&self, sequence: usize) -> &[f32] {
+        &self.logits[sequence]
     }
 }

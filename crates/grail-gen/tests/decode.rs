@@ -59,11 +59,15 @@ fn check_outputs(name: &str, grammar: &CompiledGrammar) {
     for model_seed in 0..3 {
         let mut model = TinyModel::new(model_seed);
         let prompt = model.tokenize("Write it: ").unwrap();
-        for sampling in settings() {
+        for (sampling, jump_forward) in settings()
+            .into_iter()
+            .flat_map(|sampling| [(sampling.clone(), false), (sampling, true)])
+        {
             let options = DecodeOptions {
                 max_tokens: 400,
                 sampling,
                 mask: MaskStrategy::CheckFirst,
+                jump_forward,
             };
             let generation = decode(&mut model, &prompt, Some(grammar), &options)
                 .unwrap_or_else(|error| panic!("{name}: {error}"));

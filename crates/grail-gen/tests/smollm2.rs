@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use grail_engine::{CompileOptions, CompiledGrammar, Matcher};
 use grail_gen::embedded::DEFAULT_MODEL;
 use grail_gen::{
-    DecodeOptions, Finish, LlamaCppModel, LlamaOptions, Message, Model, SamplingParams, ToolTask,
-    chat_prompt, compile_tool_grammar, decode, run_tool_task,
+    Admission, BatchDecoder, DecodeOptions, Finish, LlamaCppModel, LlamaOptions, Message, Model,
+    SamplingParams, ToolTask, chat_prompt, compile_tool_grammar, decode, run_tool_task,
 };
 use grail_schema::{SchemaOptions, schema_text_to_grammar};
 use grail_tools::{CallOptions, ToolChoice, ToolRegistry, WireFormat};
@@ -185,4 +185,111 @@ fn a_long_prompt_in_pieces_has_the_tokens_of_the_whole() {
         pieces == whole,
         "the tokens of the pieces differ from the whole's"
     );
+}
+
+/// Four tool-call requests decoded together on SmolLM2 (one llama.cpp batch per step),
+/// all sharing the system prompt: every output is a call of the grammar and the shared
+/// prefix is read once. Outputs are not compared with lone decodes: llama.cpp's CPU
+/// kernels depend on the batch's size (SmolLM2's logits after a token read alone and in a
+/// batch differ by up to ~1), so greedy outputs part at near ties (printed).
+#[test]
+fn smollm2_decodes_a_batch_with_shared_prompts() {
+    let Some(path) = model_path() else {
+        eprintln!("skipped: SmolLM2 is not in Grail's model cache");
+        return;
+    };
+    let text = std::fs::read_to_string(repository().join("examples/agent-tools.json")).unwrap();
+    let registry = ToolRegistry::from_json_text(&text).unwrap();
+    let options = CallOptions {
+        choice: ToolChoice::Required,
+        ..CallOptions::default()
+    };
+    let grammar = compile_tool_grammar(&registry, &options).unwrap();
+    let load = |sequences| {
+        let options = LlamaOptions {
+            context: 2048,
+            sequences,
+            ..LlamaOptions::default()
+        };
+        LlamaCppModel::load(&path, &options).expect("the cached model loads")
+    };
+    let system = format!(
+        "You call tools. The tools: {}. Answer with one call as JSON.",
+        registry
+            .tools
+            .iter()
+            .map(|tool| tool.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let questions = [
+        "List the files in the src directory.",
+        "Read the file README.md.",
+        "Search the web for the weather in Paris.",
+        "What time is it?",
+    ];
+    let mut alone_model = load(1);
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|question| {
+            let messages = [
+                Message::new("system", &system),
+                Message::new("user", *question),
+            ];
+            chat_prompt(&alone_model, &messages).unwrap()
+        })
+        .collect();
+    let decode_options = DecodeOptions {
+        max_tokens: 120,
+        ..DecodeOptions::default()
+    };
+    let alone: Vec<String> = prompts
+        .iter()
+        .map(|prompt| {
+            decode(&mut alone_model, prompt, Some(&grammar), &decode_options)
+                .unwrap()
+                .text()
+        })
+        .collect();
+    let mut decoder = BatchDecoder::new(Box::new(load(4)));
+    let mut ids = Vec::new();
+    for prompt in &prompts {
+        match decoder
+            .admit(prompt, Some(&grammar), &decode_options)
+            .unwrap()
+        {
+            Admission::Started(id) => ids.push(id),
+            Admission::Busy => panic!("four sequences fit"),
+        }
+    }
+    let mut outputs = vec![None; ids.len()];
+    while decoder.running() > 0 {
+        for (id, result) in decoder.step().finished {
+            let index = ids.iter().position(|known| *known == id).unwrap();
+            outputs[index] = Some(result.unwrap());
+        }
+    }
+    // The first prompt is read whole; the others wait for it to read the system prompt,
+    // and share it.
+    let cached: Vec<usize> = outputs
+        .iter()
+        .map(|output| {
+            let stats = &output.as_ref().unwrap().stats;
+            stats.prompt_tokens - stats.prompt_tokens_read
+        })
+        .collect();
+    assert_eq!(cached[0], 0);
+    for &reused in &cached[1..] {
+        assert!(reused > 20, "{cached:?}");
+    }
+    for (output, lone) in outputs.iter().zip(&alone) {
+        let generation = output.as_ref().unwrap();
+        eprintln!("batched: {:?} {}", generation.finish, generation.text());
+        if generation.finish != Finish::Truncated {
+            assert_matches(&grammar, &generation.bytes);
+        }
+        if &generation.text() != lone {
+            eprintln!("alone:   {lone}");
+        }
+    }
 }
