@@ -106,6 +106,12 @@ pub struct GenerateArgs {
     /// The prompt is sent as it is, without the chat template.
     #[arg(long)]
     pub raw: bool,
+    /// Draw every token, even those the grammar forces. By default the forced tokens
+    /// (`{"name": "`, a key's name) are appended without a draw, read by the model in
+    /// one call (jump-forward, docs/jump-forward.md): the same text wherever the model
+    /// would have spelled the forced text as its tokenizer does.
+    #[arg(long)]
+    pub no_jump_forward: bool,
     /// Print load time, tokens per second and grammar time per token on stderr.
     #[arg(short, long)]
     pub verbose: bool,
@@ -237,6 +243,7 @@ pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             MaskArg::CheckFirst => MaskStrategy::CheckFirst,
             MaskArg::Always => MaskStrategy::Always,
         },
+        jump_forward: !args.no_jump_forward,
     };
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -379,6 +386,7 @@ fn report(args: &GenerateArgs, load_s: f64, generations: &[&Generation]) -> anyh
         .flat_map(|g| g.stats.grammar_us.iter().copied())
         .collect();
     let full_masks: usize = generations.iter().map(|g| g.stats.full_masks).sum();
+    let forced_tokens: usize = generations.iter().map(|g| g.stats.forced_tokens).sum();
     let tokens_per_s = if decode_s > 0.0 {
         tokens as f64 / decode_s
     } else {
@@ -399,12 +407,13 @@ fn report(args: &GenerateArgs, load_s: f64, generations: &[&Generation]) -> anyh
             "mean": grammar_us.iter().sum::<f64>() / grammar_us.len().max(1) as f64,
         },
         "full_masks": full_masks,
+        "forced_tokens": forced_tokens,
         "grammar_share": grammar_share,
         "finish": generations.last().map(|g| format!("{:?}", g.finish).to_lowercase()),
     });
     if args.verbose {
         eprintln!(
-            "load {load_s:.2} s; prompt {} tokens in {prompt_s:.2} s; {tokens} tokens in {decode_s:.2} s ({tokens_per_s:.1} tokens/s); grammar per token: median {:.1} us, p99 {:.1} us ({:.2}% of decode time; {full_masks} full masks)",
+            "load {load_s:.2} s; prompt {} tokens in {prompt_s:.2} s; {tokens} tokens in {decode_s:.2} s ({tokens_per_s:.1} tokens/s); grammar per token: median {:.1} us, p99 {:.1} us ({:.2}% of decode time; {full_masks} full masks); {forced_tokens} of the {tokens} tokens forced by the grammar (jump-forward)",
             stats["prompt_tokens"],
             quantile_of(&grammar_us, 0.5),
             quantile_of(&grammar_us, 0.99),
@@ -423,13 +432,27 @@ fn report(args: &GenerateArgs, load_s: f64, generations: &[&Generation]) -> anyh
 pub const DEFAULT_CONTEXT: u32 = 8192;
 
 /// Loads a GGUF model with a context of `context` tokens.
-#[cfg(feature = "llama-cpp")]
 pub(crate) fn load_model(path: &Path, context: u32) -> anyhow::Result<Box<dyn Model>> {
+    Ok(load_batch_model(path, context, 1)?)
+}
+
+/// Loads a GGUF model that holds `sequences` sequences at once, each of at most
+/// `context` tokens.
+#[cfg(feature = "llama-cpp")]
+pub(crate) fn load_batch_model(
+    path: &Path,
+    context: u32,
+    sequences: usize,
+) -> anyhow::Result<Box<dyn grail_gen::BatchModel>> {
     if context == 0 {
         bail!("--context must be at least 1");
     }
+    if sequences == 0 {
+        bail!("--parallel must be at least 1");
+    }
     let options = grail_gen::LlamaOptions {
         context,
+        sequences,
         ..grail_gen::LlamaOptions::default()
     };
     let model = grail_gen::LlamaCppModel::load(path, &options)?;
@@ -440,6 +463,10 @@ pub(crate) fn load_model(path: &Path, context: u32) -> anyhow::Result<Box<dyn Mo
 
 /// Without the runtime, no model can be loaded.
 #[cfg(not(feature = "llama-cpp"))]
-pub(crate) fn load_model(_path: &Path, _context: u32) -> anyhow::Result<Box<dyn Model>> {
+pub(crate) fn load_batch_model(
+    _path: &Path,
+    _context: u32,
+    _sequences: usize,
+) -> anyhow::Result<Box<dyn grail_gen::BatchModel>> {
     bail!("this grail was built without a model runtime (the `llama-cpp` feature of grail-cli)")
 }

@@ -9,12 +9,14 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use grail_server::{
-    AppState, Backend, EmbeddedBackend, PlanSettings, RemoteBackend, RemoteKind, ServeError,
-    ServerSettings,
+    AppState, Backend, EmbeddedBackend, EmbeddedOptions, PlanSettings, RemoteBackend, RemoteKind,
+    ServeError, ServerSettings,
 };
 use grail_tools::WireFormat;
 
-use crate::generate::{DEFAULT_CONTEXT, DEFAULT_REPEAT_PENALTY, ensure_default_model, load_model};
+use crate::generate::{
+    DEFAULT_CONTEXT, DEFAULT_REPEAT_PENALTY, ensure_default_model, load_batch_model,
+};
 
 /// Arguments of `grail serve`.
 #[derive(Debug, Args)]
@@ -47,9 +49,17 @@ pub struct ServeArgs {
     /// pages of accepted hosts (repeatable; `*`: any).
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
-    /// The embedded model's context, in tokens (prompt and answer together).
+    /// The embedded model's context, in tokens (prompt and answer together), per answer.
     #[arg(long, default_value_t = DEFAULT_CONTEXT)]
     context: u32,
+    /// Answers the embedded model writes at once, in one batch per step (default: four
+    /// per core, at most 16). Each takes up to 2,048 tokens of attention cache by
+    /// default (SmolLM2: about 46 MB).
+    #[arg(long, value_name = "N")]
+    parallel: Option<usize>,
+    /// Draw every token, even those the grammar forces (see `grail generate --help`).
+    #[arg(long)]
+    no_jump_forward: bool,
     /// The wire format the model writes tool calls in (the server turns them into
     /// OpenAI `tool_calls`).
     #[arg(long, default_value = "openai", value_parser = wire_format)]
@@ -126,6 +136,14 @@ fn wire_format(label: &str) -> Result<WireFormat, String> {
     })
 }
 
+/// The default of `--parallel`: four answers per core (a step's batch costs little more
+/// than one answer's on a small model, whose weights are read once per step), at most 16.
+fn default_parallel() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |cores| cores.get() * 4)
+        .clamp(1, 16)
+}
+
 /// Runs `grail serve`.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     ignore_closed_sockets();
@@ -153,9 +171,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                 |stem| stem.to_string_lossy().into_owned(),
             );
             let context = args.context;
-            let load =
-                Box::new(move || load_model(&path, context).map_err(|error| format!("{error:#}")));
-            Arc::new(EmbeddedBackend::start(id, load, args.queue))
+            let parallel = args.parallel.unwrap_or_else(default_parallel);
+            let load = Box::new(move || {
+                load_batch_model(&path, context, parallel).map_err(|error| format!("{error:#}"))
+            });
+            let options = EmbeddedOptions {
+                queue: args.queue,
+                jump_forward: !args.no_jump_forward,
+            };
+            Arc::new(EmbeddedBackend::start(id, load, options))
         }
         Some(("llama-server", url)) => Arc::new(RemoteBackend::new(
             RemoteKind::LlamaServer,

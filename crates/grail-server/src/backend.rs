@@ -63,9 +63,10 @@ pub struct Generate {
 }
 
 /// Why a backend's answer ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Ending {
     /// The model ended it (or the grammar allowed nothing more).
+    #[default]
     Stop,
     /// The token limit.
     Length,
@@ -74,7 +75,7 @@ pub enum Ending {
 }
 
 /// A backend's answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Written {
     /// The text.
     pub text: String,
@@ -84,6 +85,13 @@ pub struct Written {
     pub prompt_tokens: usize,
     /// Tokens written.
     pub completion_tokens: usize,
+    /// Prompt tokens not read again: a prefix shared with an earlier request's, already
+    /// in the model's cache (0 where the backend does not say).
+    pub cached_tokens: usize,
+    /// Tokens the grammar forced and that were appended without a draw (jump-forward).
+    pub forced_tokens: usize,
+    /// Seconds spent on the grammar (masks, checks), where the backend knows.
+    pub grammar_seconds: f64,
 }
 
 /// Why a backend could not answer.
@@ -106,6 +114,17 @@ pub enum BackendError {
     Unavailable(String),
 }
 
+/// What a backend has on its hands now (for `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Activity {
+    /// Requests accepted that wait for the model.
+    pub waiting: usize,
+    /// Answers being written.
+    pub running: usize,
+    /// Answers it writes at once at most (0 where it does not say).
+    pub capacity: usize,
+}
+
 /// Something that writes answers.
 pub trait Backend: Send + Sync + 'static {
     /// The model's id, for `GET /v1/models` and the answers' `model` field.
@@ -118,6 +137,12 @@ pub trait Backend: Send + Sync + 'static {
     /// server then logs the reason and stops with an error.
     fn failure(&self) -> Option<String> {
         None
+    }
+
+    /// What it has on its hands now (all zero where it does not know, as for a remote
+    /// server).
+    fn activity(&self) -> Activity {
+        Activity::default()
     }
 
     /// Writes one answer, showing each piece of text to `observer` as it comes; an

@@ -52,6 +52,12 @@ pub struct Completion {
     pub prompt_tokens: usize,
     /// Tokens written, over every attempt.
     pub completion_tokens: usize,
+    /// Prompt tokens not read again (a cached prefix), over every attempt.
+    pub cached_tokens: usize,
+    /// Tokens the grammar forced (jump-forward), over every attempt.
+    pub forced_tokens: usize,
+    /// Seconds spent on the grammar by the backend, over every attempt.
+    pub grammar_seconds: f64,
     /// Attempts made.
     pub attempts: usize,
 }
@@ -116,6 +122,7 @@ fn answer_inner(
     };
     let mut messages = plan.messages.clone();
     let (mut prompt_tokens, mut completion_tokens) = (0, 0);
+    let (mut cached_tokens, mut forced_tokens, mut grammar_seconds) = (0, 0, 0.0);
     let attempts = max_attempts.max(1);
     for attempt in 1..=attempts {
         let mut matcher = plan
@@ -178,6 +185,9 @@ fn answer_inner(
         };
         prompt_tokens += written.prompt_tokens;
         completion_tokens += written.completion_tokens;
+        cached_tokens += written.cached_tokens;
+        forced_tokens += written.forced_tokens;
+        grammar_seconds += written.grammar_seconds;
         if let Some(violation) = violation {
             return Some(Event::Failed(ApiError::new(
                 StatusCode::BAD_GATEWAY,
@@ -209,6 +219,9 @@ fn answer_inner(
                     finish_reason,
                     prompt_tokens,
                     completion_tokens,
+                    cached_tokens,
+                    forced_tokens,
+                    grammar_seconds,
                     attempts: attempt,
                 })
             };

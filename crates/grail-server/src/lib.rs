@@ -33,8 +33,8 @@ pub mod server;
 mod stop;
 mod utf8;
 
-pub use backend::{Backend, BackendError, Ending, Generate, RequestGrammar, Written};
-pub use embedded::{EmbeddedBackend, ModelLoader};
+pub use backend::{Activity, Backend, BackendError, Ending, Generate, RequestGrammar, Written};
+pub use embedded::{EmbeddedBackend, EmbeddedOptions, ModelLoader};
 pub use error::ApiError;
 pub use plan::PlanSettings;
 pub use remote::{RemoteBackend, RemoteKind};

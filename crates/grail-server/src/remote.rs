@@ -171,12 +171,7 @@ impl Backend for RemoteBackend {
             });
         }
         let mut lines = BoundedLines::new(BufReader::new(body.as_reader()), MAX_EVENT_LINE_BYTES);
-        let mut written = Written {
-            text: String::new(),
-            ending: Ending::Stop,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-        };
+        let mut written = Written::default();
         let byte_limit = request.max_tokens.saturating_mul(MAX_BYTES_PER_TOKEN);
         let mut pieces = 0usize;
         let (mut finished, mut cut) = (false, false);

@@ -801,6 +801,7 @@ fn usage_json(completion: &Completion) -> Value {
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "total_tokens": completion.prompt_tokens + completion.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": completion.cached_tokens},
     })
 }
 

@@ -11,8 +11,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use grail_server::{
-    AppState, Backend, BackendError, EmbeddedBackend, Generate, RemoteBackend, RemoteKind,
-    ServeError, ServerSettings, Written,
+    AppState, Backend, BackendError, EmbeddedBackend, EmbeddedOptions, Generate, RemoteBackend,
+    RemoteKind, ServeError, ServerSettings, Written,
 };
 use serde_json::{Value, json};
 
@@ -148,7 +148,17 @@ fn at_the_connection_cap_slow_clients_make_room_and_busy_ones_get_a_503() {
         .map(|_| {
             let (server, long) = (server.clone(), long.clone());
             std::thread::spawn(move || {
-                raw_request(&server, &chat(&long, "Content-Type: application/json\r\n")).0
+                // The first request's connection may not be counted closed yet: a client
+                // told to retry does.
+                for _ in 0..100 {
+                    let (status, _, answer) =
+                        raw_request(&server, &chat(&long, "Content-Type: application/json\r\n"));
+                    if status != 503 || !answer.contains("too_many_connections") {
+                        return status;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                503
             })
         })
         .collect();
@@ -193,7 +203,10 @@ fn a_model_that_fails_to_load_stops_the_server_with_its_reason() {
     let backend = EmbeddedBackend::start(
         "broken",
         Box::new(|| Err("model.gguf is not a GGUF file (bad magic 0x00000000)".to_string())),
-        4,
+        EmbeddedOptions {
+            queue: 4,
+            ..EmbeddedOptions::default()
+        },
     );
     let mut server = TestServer::start(Arc::new(backend), quiet());
     match server.stopped_within(PATIENCE) {
@@ -576,7 +589,10 @@ fn unavailable_answers_carry_retry_after() {
             let _ = released.recv_timeout(PATIENCE);
             Err("released".to_string())
         }),
-        4,
+        EmbeddedOptions {
+            queue: 4,
+            ..EmbeddedOptions::default()
+        },
     );
     let server = TestServer::start(Arc::new(backend), quiet());
     let body = json!({"messages": user("x")}).to_string();

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use grail_gen::testing::TinyModel;
 use grail_server::{
-    AppState, Backend, BackendError, EmbeddedBackend, Generate, ServeError, ServerSettings, Written,
+    AppState, Backend, BackendError, EmbeddedBackend, EmbeddedOptions, Generate, ServeError,
+    ServerSettings, Written,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +27,9 @@ impl Backend for Recording {
     fn ready(&self) -> bool {
         self.inner.ready()
     }
+    fn activity(&self) -> grail_server::Activity {
+        self.inner.activity()
+    }
     fn generate(
         &self,
         request: &Generate,
@@ -41,14 +45,25 @@ pub fn tiny_backend(queue: usize) -> Arc<Recording> {
     paced_backend(queue, Duration::ZERO)
 }
 
-/// The tiny model taking `delay` per token.
+/// The tiny model taking `delay` per token, writing one answer at a time.
 pub fn paced_backend(queue: usize, delay: Duration) -> Arc<Recording> {
+    batched_backend(queue, delay, 1)
+}
+
+/// The tiny model taking `delay` per step, writing `sequences` answers at once.
+pub fn batched_backend(queue: usize, delay: Duration, sequences: usize) -> Arc<Recording> {
     let embedded = EmbeddedBackend::start(
         "tiny",
         Box::new(move || {
-            Ok(Box::new(TinyModel::new(7).with_delay(delay)) as Box<dyn grail_gen::Model>)
+            let model = TinyModel::new(7)
+                .with_delay(delay)
+                .with_sequences(sequences, 4096 * sequences);
+            Ok(Box::new(model) as Box<dyn grail_gen::BatchModel>)
         }),
-        queue,
+        EmbeddedOptions {
+            queue,
+            ..EmbeddedOptions::default()
+        },
     );
     wait_until("the tiny model is ready", || embedded.ready());
     Arc::new(Recording {
