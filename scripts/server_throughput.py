@@ -2,23 +2,24 @@
 """Server throughput: `grail serve` against llama-server with the same model and the same
 tool-call grammar, at 1, 4 and 16 concurrent tool-call requests, in one sitting.
 
-    python3 scripts/server_throughput.py [--requests 32] [--levels 1,4,16] [--json OUT]
+    python3 scripts/server_throughput.py [--requests 32] [--levels 1,4,16] [--parallel 16] [--json OUT]
 
 Three servers answer the same stream of tool-call requests (the seeds' eight tools of
 examples/agent-tools.json, `tool_choice: required`, one user query each from
 examples/agent-queries.jsonl, greedy, at most 200 tokens):
 
-- grail (embedded): `grail serve` with SmolLM2; the request carries `tools`.
+- grail (embedded): `grail serve --parallel N` with SmolLM2; the request carries `tools`.
 - llama-server: the same model, sent what Grail would build itself: the tools' system
   prompt and the tool-call grammar (`grail tools --format json`) in `grammar`;
-  `--parallel 16` slots (continuous batching), flash attention off and no weight
-  repacking (as in docs/performance.md's other comparisons).
+  `--parallel N` slots (continuous batching), flash attention off, its other defaults.
 - grail → llama-server: `grail serve --backend llama-server=URL` in front of that
   llama-server (the request carries `tools`; Grail checks every piece).
 
 For each level: requests/s and aggregate completion tokens/s over the wall time, the
 median latency, and how many answers were valid calls (arguments checked against the
-tool's schema). Needs target/release/grail (built here) and llama-server (as
+tool's schema). Then prefix reuse: on each server just started, the time to the first
+token (an answer cut to one token) of a first request and of a second one with the same
+tools (another query), and the prompt tokens the second reports cached. Needs target/release/grail (built here) and llama-server (as
 scripts/llama_server_test.py finds or installs it).
 """
 import argparse
@@ -95,6 +96,14 @@ def valid_call(answer, schemas):
     return done.returncode == 0
 
 
+def time_to_first_token(url, body):
+    """Seconds to answer `body` cut to one token (the prompt read and one token drawn: the
+    time to the first token, measured alike on every server, since Grail holds a streamed
+    call back until it is whole), and the answer's usage."""
+    answer, seconds = post(url, dict(body, max_tokens=1))
+    return seconds, answer.get("usage")
+
+
 def run_level(url, bodies, concurrency, schemas):
     started = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -118,6 +127,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=32, help="requests per level")
     parser.add_argument("--levels", default="1,4,16")
+    parser.add_argument("--parallel", type=int, default=16, help="sequences of both servers")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     levels = [int(level) for level in args.levels.split(",")]
@@ -146,8 +156,8 @@ def main():
 
     llama_port = free_port()
     llama = subprocess.Popen([binary, "-m", model, "--port", str(llama_port), "--host", "127.0.0.1",
-                              "-c", str(16 * 2048), "--parallel", "16", "-t", "2", "-fa", "off", "--no-repack",
-                              "--no-webui"],
+                              "-c", str(args.parallel * 2048), "--parallel", str(args.parallel), "-t", "2",
+                              "-fa", "off", "--no-webui"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=dict(os.environ, LD_LIBRARY_PATH=libraries or ""))
     llama_url = f"http://127.0.0.1:{llama_port}"
@@ -155,7 +165,8 @@ def main():
     try:
         wait_healthy(llama_url, llama)
         grail_port = free_port()
-        grail = subprocess.Popen([GRAIL, "serve", "--addr", f"127.0.0.1:{grail_port}", "--model", model, "--quiet"])
+        grail = subprocess.Popen([GRAIL, "serve", "--addr", f"127.0.0.1:{grail_port}", "--model", model, "--quiet",
+                                  "--parallel", str(args.parallel)])
         servers.append(grail)
         wait_healthy(f"http://127.0.0.1:{grail_port}", grail)
         front_port = free_port()
@@ -166,10 +177,21 @@ def main():
         sides = [("grail (embedded)", f"http://127.0.0.1:{grail_port}", grail_bodies),
                  ("llama-server", llama_url, llama_bodies),
                  ("grail -> llama-server", f"http://127.0.0.1:{front_port}", grail_bodies)]
+        results = []
+        # Prefix reuse, on servers that have answered nothing yet (the first request also
+        # pays first-use costs; that is what a new server's first request pays too).
+        for name, url, bodies in sides[:2]:
+            first, _ = time_to_first_token(url, bodies[0])
+            second, usage = time_to_first_token(url, bodies[1])
+            cached = ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+            row = {"server": name, "first_ttft_s": round(first, 3), "second_ttft_s": round(second, 3),
+                   "ratio": round(second / first, 3), "second_cached_tokens": cached}
+            results.append(row)
+            print(f"{name:24} time to first token: first {first:.3f} s, second {second:.3f} s "
+                  f"({second / first:.2f}x; {cached} prompt tokens cached)", flush=True)
         # A warm-up request each (first-use costs: page faults, caches).
         for _, url, bodies in sides:
             post(url, bodies[0])
-        results = []
         for level in levels:
             for name, url, bodies in sides:
                 row = run_level(url, bodies, level, schemas)

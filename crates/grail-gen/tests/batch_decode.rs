@@ -368,3 +368,29 @@ fn jump_forward_in_a_batch_writes_what_it_writes_alone() {
         assert_eq!(streamed, &generation.bytes);
     }
 }
+
+#[test]
+fn jump_forward_writes_the_stepwise_output_where_the_model_spells_the_forced_text_alike() {
+    // Forced text with one spelling in the tiny vocabulary (single bytes, no word): the
+    // model drawing greedily step by step can only write those tokens, so jump-forward's
+    // output is the same, token for token. (Sampled outputs part: the forced tokens take
+    // no draw from the random stream, so later draws use other numbers.)
+    let grammar =
+        CompiledGrammar::from_gbnf(r#"root ::= "xyzzy-" [0-9]{1,3} "-qvwk-" [b-d]{1,4} "!""#)
+            .unwrap();
+    for seed in 0..4 {
+        for repeat_penalty in [1.0, 1.3] {
+            let mut options = request("", None, 60, 0).options;
+            options.sampling.repeat_penalty = repeat_penalty;
+            let mut model = TinyModel::ascii_only(seed);
+            let prompt = model.tokenize("write: ").unwrap();
+            let stepwise = decode(&mut model, &prompt, Some(&grammar), &options).unwrap();
+            options.jump_forward = true;
+            let mut model = TinyModel::ascii_only(seed);
+            let jumping = decode(&mut model, &prompt, Some(&grammar), &options).unwrap();
+            assert_eq!(jumping.text(), stepwise.text());
+            assert_eq!(jumping.tokens, stepwise.tokens);
+            assert!(jumping.stats.forced_tokens >= 9, "{:?}", jumping.stats);
+        }
+    }
+}

@@ -11,7 +11,8 @@
 //!   in this process, requests queued) or [`remote::RemoteBackend`].
 //! - [`complete::answer`]: every piece checked against the grammar as it arrives, the
 //!   whole answer by the validators, feedback to the model and retries.
-//! - [`server`]: routes, limits, the API key, logs, streaming, graceful shutdown;
+//! - [`server`]: routes, limits, the API key, logs, metrics (`GET /metrics`), streaming,
+//!   graceful shutdown;
 //!   [`guard`]: which `Host`, `Origin` and content types are accepted.
 //!
 //! See docs/server.md for the HTTP contract and its choices.
@@ -26,6 +27,7 @@ mod event_lines;
 pub mod grammar_cache;
 pub mod guard;
 mod listen;
+mod metrics;
 pub mod plan;
 mod redact;
 pub mod remote;

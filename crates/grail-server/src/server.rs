@@ -1,5 +1,5 @@
-//! The HTTP side: routes, limits, the API key, browser checks, request logs, streaming
-//! and shutdown.
+//! The HTTP side: routes, limits, the API key, browser checks, request logs, metrics,
+//! streaming and shutdown.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -25,6 +25,7 @@ use crate::grammar_cache::{
 };
 use crate::guard::{BrowserPolicy, require_json};
 use crate::listen::{ListenLimits, serve_connections};
+use crate::metrics::{CONTENT_TYPE, Gauges, Metrics, Usage};
 use crate::plan::{Plan, PlanSettings, plan};
 
 /// How the server runs.
@@ -116,6 +117,8 @@ pub struct AppState {
     planning_peak: AtomicUsize,
     /// Where request log lines go instead of standard error, when set.
     log_sink: OnceLock<LogSink>,
+    /// What `GET /metrics` reports (see `metrics.rs`).
+    metrics: Metrics,
 }
 
 /// Takes request log lines (one JSON text each).
@@ -144,6 +147,7 @@ impl AppState {
             planning_now: AtomicUsize::new(0),
             planning_peak: AtomicUsize::new(0),
             log_sink: OnceLock::new(),
+            metrics: Metrics::new(),
         })
     }
 
@@ -172,11 +176,13 @@ fn lower(names: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`.
+/// The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /metrics` (these
+/// three behind the API key and the browser checks), `GET /health`.
 pub fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
+        .route("/metrics", get(scrape))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .route_layer(middleware::from_fn_with_state(state.clone(), check_browser));
     Router::new()
@@ -211,7 +217,7 @@ async fn not_found() -> ApiError {
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         "not_found",
-        "no such route; this server answers POST /v1/chat/completions, GET /v1/models and GET /health",
+        "no such route; this server answers POST /v1/chat/completions, GET /v1/models, GET /metrics and GET /health",
     )
 }
 
@@ -241,6 +247,23 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// The metrics in Prometheus' text format (see `metrics.rs`); the gauges are read now.
+async fn scrape(State(state): State<Arc<AppState>>) -> Response {
+    let activity = state.backend.activity();
+    let gauges = Gauges {
+        queue_length: activity.waiting,
+        active_sequences: activity.running,
+        sequences_capacity: activity.capacity,
+        planning_queue_length: state.planning_waiting.load(Ordering::SeqCst),
+        planning_active: state.planning_now.load(Ordering::SeqCst),
+    };
+    (
+        [(header::CONTENT_TYPE, CONTENT_TYPE)],
+        state.metrics.render(&gauges),
+    )
+        .into_response()
+}
+
 async fn models(State(state): State<Arc<AppState>>) -> Response {
     axum::Json(json!({
         "object": "list",
@@ -255,6 +278,7 @@ async fn check_browser(
     request: Request,
     next: Next,
 ) -> Response {
+    let started = Instant::now();
     let verdict = state
         .browsers
         .read()
@@ -262,12 +286,24 @@ async fn check_browser(
         .check(request.headers());
     match verdict {
         Ok(()) => next.run(request).await,
-        Err(error) => error.into_response(),
+        Err(error) => refuse(&state, &request, started, error),
     }
+}
+
+/// The answer to a request refused before its handler; a chat request is counted in the
+/// metrics (the handler counts the others).
+fn refuse(state: &AppState, request: &Request, started: Instant, error: ApiError) -> Response {
+    if request.uri().path() == "/v1/chat/completions" {
+        state
+            .metrics
+            .record_request(error.status.as_u16(), started.elapsed(), None);
+    }
+    error.into_response()
 }
 
 /// Checks the API key (compared in constant time).
 async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
     if let Some(key) = &state.settings.api_key {
         let given = request
             .headers()
@@ -277,20 +313,21 @@ async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: N
             .unwrap_or("");
         let matches: bool = given.as_bytes().ct_eq(key.as_bytes()).into();
         if !matches {
-            return ApiError::new(
+            let error = ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "invalid_request_error",
                 "invalid_api_key",
                 "missing or wrong API key; send `Authorization: Bearer <key>`",
-            )
-            .into_response();
+            );
+            return refuse(&state, &request, started, error);
         }
     }
     next.run(request).await
 }
 
 /// What one request's log line says; written once, when the request ends (or, for a
-/// request its client abandoned, when it is dropped: status 499 `client_disconnected`).
+/// request its client abandoned, when it is dropped: status 499 `client_disconnected`),
+/// and then counted in the metrics (written or not).
 struct RequestLog {
     state: Arc<AppState>,
     id: u64,
@@ -298,7 +335,10 @@ struct RequestLog {
     stream: bool,
     status: u16,
     code: Option<&'static str>,
-    completion: Option<(usize, usize, usize)>,
+    /// What the answer used, and its attempts.
+    completion: Option<(Usage, usize)>,
+    /// The first content was ready (counted in the metrics).
+    first_content: bool,
     warnings: usize,
     /// Planning time, in ms: the grammar built and compiled, or taken from the cache.
     plan_ms: Option<f64>,
@@ -316,6 +356,7 @@ impl RequestLog {
             status: 200,
             code: None,
             completion: None,
+            first_content: false,
             warnings: 0,
             plan_ms: None,
             done: false,
@@ -332,8 +373,28 @@ impl RequestLog {
         }
     }
 
+    /// Counts the time to the request's first content, once.
+    fn first_content(&mut self) {
+        if !self.first_content {
+            self.first_content = true;
+            self.state
+                .metrics
+                .record_first_content(self.started.elapsed());
+        }
+    }
+
+    /// Records what the answer used and how many attempts it took.
+    fn completed(&mut self, completion: &Completion) {
+        self.completion = Some((Usage::from(completion), completion.attempts));
+    }
+
     fn write(&mut self) {
         self.done = true;
+        self.state.metrics.record_request(
+            self.status,
+            self.started.elapsed(),
+            self.completion.as_ref().map(|(usage, _)| usage),
+        );
         if !self.state.settings.log_requests {
             return;
         }
@@ -348,9 +409,9 @@ impl RequestLog {
         if let Some(code) = self.code {
             line["error"] = json!(code);
         }
-        if let Some((prompt, completion, attempts)) = self.completion {
-            line["prompt_tokens"] = json!(prompt);
-            line["completion_tokens"] = json!(completion);
+        if let Some((usage, attempts)) = self.completion {
+            line["prompt_tokens"] = json!(usage.prompt_tokens);
+            line["completion_tokens"] = json!(usage.completion_tokens);
             line["attempts"] = json!(attempts);
         }
         if self.warnings > 0 {
@@ -507,14 +568,15 @@ async fn start(
         let mut content = String::new();
         while let Some(event) = next_event(&mut receiver, deadline).await? {
             match event {
-                Event::Content(piece) => content.push_str(&piece),
+                Event::Content(piece) => {
+                    log.first_content();
+                    content.push_str(&piece);
+                }
                 Event::Failed(error) => return Err(error),
                 Event::Done(completion) => {
-                    log.completion = Some((
-                        completion.prompt_tokens,
-                        completion.completion_tokens,
-                        completion.attempts,
-                    ));
+                    // Not streamed: the whole answer is its first content.
+                    log.first_content();
+                    log.completed(&completion);
                     return Ok(axum::Json(completion_body(
                         &completion_id,
                         created,
@@ -536,6 +598,10 @@ async fn start(
     let first = next_event(&mut receiver, deadline).await?;
     if let Some(Event::Failed(error)) = first {
         return Err(error);
+    }
+    if first.is_some() {
+        // Content streamed as it is written, or an answer held until it was checked.
+        log.first_content();
     }
     let chunk = ChunkWriter {
         id: completion_id,
@@ -577,11 +643,7 @@ async fn start(
                     break;
                 }
                 Some(Event::Done(completion)) => {
-                    log.completion = Some((
-                        completion.prompt_tokens,
-                        completion.completion_tokens,
-                        completion.attempts,
-                    ));
+                    log.completed(&completion);
                     for delta in final_deltas(&completion) {
                         if !send(chunk.chunk(delta, None)).await {
                             break;
