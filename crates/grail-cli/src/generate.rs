@@ -108,8 +108,8 @@ pub struct GenerateArgs {
     pub raw: bool,
     /// Draw every token, even those the grammar forces. By default the forced tokens
     /// (`{"name": "`, a key's name) are appended without a draw, read by the model in
-    /// one call (jump-forward, docs/jump-forward.md): the same text wherever the model
-    /// would have spelled the forced text as its tokenizer does.
+    /// one call (jump-forward, docs/jump-forward.md): greedy, the same output wherever
+    /// the model would have spelled the forced text as its tokenizer does.
     #[arg(long)]
     pub no_jump_forward: bool,
     /// Print load time, tokens per second and grammar time per token on stderr.
