@@ -34,6 +34,7 @@ pub mod embedded;
 mod llama;
 mod model;
 mod prompt;
+#[cfg(feature = "llama-cpp")]
 mod prompt_pieces;
 mod sampling;
 mod sequence;

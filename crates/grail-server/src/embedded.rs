@@ -64,6 +64,9 @@ struct Job {
 pub struct EmbeddedBackend {
     id: String,
     jobs: Mutex<Option<SyncSender<Job>>>,
+    /// The most jobs waiting (in the channel, or taken by the model thread and waiting
+    /// for room).
+    queue: usize,
     ready: Arc<AtomicBool>,
     failed: Arc<Mutex<Option<String>>>,
     load: Arc<Load>,
@@ -86,7 +89,10 @@ impl EmbeddedBackend {
         load: ModelLoader,
         options: EmbeddedOptions,
     ) -> EmbeddedBackend {
-        let (sender, receiver) = mpsc::sync_channel::<Job>(options.queue.max(1));
+        let queue = options.queue.max(1);
+        // The bound is kept by counting waiting jobs (the model thread holds one of them
+        // outside the channel while it waits for room); the channel only needs to fit.
+        let (sender, receiver) = mpsc::sync_channel::<Job>(queue + 1);
         let ready = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
         let load_counts = Arc::new(Load::default());
@@ -119,6 +125,7 @@ impl EmbeddedBackend {
         EmbeddedBackend {
             id: id.into(),
             jobs: Mutex::new(Some(sender)),
+            queue,
             ready,
             failed,
             load: load_counts,
@@ -197,19 +204,22 @@ impl Backend for EmbeddedBackend {
                     "the server is shutting down".into(),
                 ));
             };
-            // Counted before it is sent, so the model thread never takes one uncounted.
-            self.load.waiting.fetch_add(1, Ordering::SeqCst);
+            let full = || {
+                BackendError::Unavailable("the model's queue is full; try again shortly".into())
+            };
+            // Counted before it is sent, so the model thread never takes one uncounted
+            // (and the count, under this lock, is the bound).
+            if self.load.waiting.fetch_add(1, Ordering::SeqCst) >= self.queue {
+                self.load.waiting.fetch_sub(1, Ordering::SeqCst);
+                return Err(full());
+            }
             let sent = jobs.try_send(job);
             if sent.is_err() {
                 self.load.waiting.fetch_sub(1, Ordering::SeqCst);
             }
             match sent {
                 Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    return Err(BackendError::Unavailable(
-                        "the model's queue is full; try again shortly".into(),
-                    ));
-                }
+                Err(TrySendError::Full(_)) => return Err(full()),
                 Err(TrySendError::Disconnected(_)) => {
                     return Err(BackendError::Unavailable(
                         "the model thread has stopped".into(),

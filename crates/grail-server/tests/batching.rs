@@ -54,7 +54,7 @@ fn answers_written_together_are_those_written_one_at_a_time() {
         })
         .collect();
 
-    let backend = batched_backend(16, Duration::from_millis(5), 4);
+    let backend = batched_backend(16, Duration::from_millis(10), 4);
     let server = Arc::new(TestServer::start(backend.clone(), quiet()));
     let clients: Vec<_> = questions
         .iter()
@@ -133,19 +133,28 @@ fn a_client_that_goes_away_frees_its_sequence_for_a_waiting_request() {
 
 #[test]
 fn a_full_queue_answers_503_with_retry_after() {
-    // One sequence and a queue of one: a third request at once finds no room.
-    let backend = batched_backend(1, Duration::from_millis(5), 1);
+    // One sequence and a queue of one: a third request finds no room while two long
+    // answers (at least 7 s each) hold both; their clients then hang up.
+    let backend = batched_backend(1, Duration::from_millis(10), 1);
     let server = Arc::new(TestServer::start(backend.clone(), quiet()));
-    let long = json!({"messages": user("x"), "grammar": "root ::= [a-z]{400}", "max_tokens": 400});
-    let holders: Vec<_> = (0..2)
-        .map(|_| {
-            let (server, long) = (server.clone(), long.clone());
-            std::thread::spawn(move || post(&server, &long).0)
-        })
-        .collect();
-    wait_until("one answer runs and one waits", || {
-        backend.inner.running() == 1 && backend.inner.waiting() == 1
-    });
+    let long = json!({"messages": user("x"), "grammar": "root ::= [a-z]{3000}", "max_tokens": 3000})
+        .to_string();
+    let mut holders: Vec<TcpStream> = Vec::new();
+    // One at a time: a second sent while the first still waits to start finds the queue
+    // of one full.
+    for (running, waiting) in [(1, 0), (1, 1)] {
+        let mut stream = TcpStream::connect(server.address).unwrap();
+        write!(
+            stream,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{long}",
+            long.len()
+        )
+        .unwrap();
+        holders.push(stream);
+        wait_until("the long answer runs or waits", || {
+            backend.inner.running() == running && backend.inner.waiting() == waiting
+        });
+    }
     let response = agent()
         .post(&server.url("/v1/chat/completions"))
         .header("Content-Type", "application/json")
@@ -160,7 +169,10 @@ fn a_full_queue_answers_503_with_retry_after() {
     let text = response.into_body().read_to_string().unwrap();
     assert!(text.contains("queue is full"), "{text}");
     assert!(retry_after.is_some(), "no Retry-After with {text}");
-    for holder in holders {
-        assert_eq!(holder.join().unwrap(), 200);
+    for stream in holders {
+        stream.shutdown(std::net::Shutdown::Both).unwrap();
     }
+    wait_until("the hung-up answers end", || {
+        backend.inner.running() == 0 && backend.inner.waiting() == 0
+    });
 }
