@@ -204,9 +204,8 @@ impl Backend for EmbeddedBackend {
                     "the server is shutting down".into(),
                 ));
             };
-            let full = || {
-                BackendError::Unavailable("the model's queue is full; try again shortly".into())
-            };
+            let full =
+                || BackendError::Unavailable("the model's queue is full; try again shortly".into());
             // Counted before it is sent, so the model thread never takes one uncounted
             // (and the count, under this lock, is the bound).
             if self.load.waiting.fetch_add(1, Ordering::SeqCst) >= self.queue {

@@ -137,8 +137,9 @@ fn a_full_queue_answers_503_with_retry_after() {
     // answers (at least 7 s each) hold both; their clients then hang up.
     let backend = batched_backend(1, Duration::from_millis(10), 1);
     let server = Arc::new(TestServer::start(backend.clone(), quiet()));
-    let long = json!({"messages": user("x"), "grammar": "root ::= [a-z]{3000}", "max_tokens": 3000})
-        .to_string();
+    let long =
+        json!({"messages": user("x"), "grammar": "root ::= [a-z]{3000}", "max_tokens": 3000})
+            .to_string();
     let mut holders: Vec<TcpStream> = Vec::new();
     // One at a time: a second sent while the first still waits to start finds the queue
     // of one full.
