@@ -433,16 +433,17 @@ pub const DEFAULT_CONTEXT: u32 = 8192;
 
 /// Loads a GGUF model with a context of `context` tokens.
 pub(crate) fn load_model(path: &Path, context: u32) -> anyhow::Result<Box<dyn Model>> {
-    Ok(load_batch_model(path, context, 1)?)
+    Ok(load_batch_model(path, context, 1, true)?)
 }
 
 /// Loads a GGUF model that holds `sequences` sequences at once, each of at most
-/// `context` tokens.
+/// `context` tokens, in one attention cache (`unified`) or in a share each.
 #[cfg(feature = "llama-cpp")]
 pub(crate) fn load_batch_model(
     path: &Path,
     context: u32,
     sequences: usize,
+    unified: bool,
 ) -> anyhow::Result<Box<dyn grail_gen::BatchModel>> {
     if context == 0 {
         bail!("--context must be at least 1");
@@ -453,6 +454,7 @@ pub(crate) fn load_batch_model(
     let options = grail_gen::LlamaOptions {
         context,
         sequences,
+        unified_cache: unified,
         ..grail_gen::LlamaOptions::default()
     };
     let model = grail_gen::LlamaCppModel::load(path, &options)?;
@@ -467,6 +469,7 @@ pub(crate) fn load_batch_model(
     _path: &Path,
     _context: u32,
     _sequences: usize,
+    _unified: bool,
 ) -> anyhow::Result<Box<dyn grail_gen::BatchModel>> {
     bail!("this grail was built without a model runtime (the `llama-cpp` feature of grail-cli)")
 }

@@ -60,6 +60,11 @@ pub struct ServeArgs {
     /// Draw every token, even those the grammar forces (see `grail generate --help`).
     #[arg(long)]
     no_jump_forward: bool,
+    /// Give each answer its own share of the attention cache (each token attends to its
+    /// own answer's cells only; a shared prompt prefix is copied, and an answer may use
+    /// at most its share) instead of one cache for all.
+    #[arg(long)]
+    split_cache: bool,
     /// The wire format the model writes tool calls in (the server turns them into
     /// OpenAI `tool_calls`).
     #[arg(long, default_value = "openai", value_parser = wire_format)]
@@ -172,8 +177,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
             let context = args.context;
             let parallel = args.parallel.unwrap_or_else(default_parallel);
+            let unified = !args.split_cache;
             let load = Box::new(move || {
-                load_batch_model(&path, context, parallel).map_err(|error| format!("{error:#}"))
+                load_batch_model(&path, context, parallel, unified)
+                    .map_err(|error| format!("{error:#}"))
             });
             let options = EmbeddedOptions {
                 queue: args.queue,

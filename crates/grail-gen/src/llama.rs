@@ -66,8 +66,13 @@ pub struct LlamaOptions {
     pub sequences: usize,
     /// Tokens the attention cache holds over all sequences (default: the context, or
     /// 2,048 per sequence when that is more). One sequence may use up to `context` of
-    /// them.
+    /// them (with a split cache, up to its share).
     pub cache_tokens: Option<u32>,
+    /// One attention cache for all sequences (llama.cpp's `kv_unified`): a shared prompt
+    /// prefix is held once, but each token's attention spans every sequence's cells.
+    /// Split (false): each sequence has its share of the cache and attends to its own
+    /// cells only; a shared prefix is copied (the whole share, then cut).
+    pub unified_cache: bool,
 }
 
 impl Default for LlamaOptions {
@@ -78,6 +83,7 @@ impl Default for LlamaOptions {
             flash_attention: false,
             sequences: 1,
             cache_tokens: None,
+            unified_cache: true,
         }
     }
 }
@@ -103,6 +109,8 @@ pub struct LlamaCppModel {
     tokens: Vec<Vec<u32>>,
     /// Each sequence's batch index of the token whose logits are current.
     logits_index: Vec<i32>,
+    /// One attention cache for all sequences ([`LlamaOptions::unified_cache`]).
+    unified: bool,
     batch: LlamaBatch<'static>,
 }
 
@@ -154,7 +162,12 @@ impl LlamaCppModel {
             .cache_tokens
             .unwrap_or_else(|| context.max(DEFAULT_CACHE_PER_SEQUENCE * sequences as u32))
             .max(16);
-        let context = context.min(cache_tokens);
+        let unified = options.unified_cache || sequences == 1;
+        let context = if unified {
+            context.min(cache_tokens)
+        } else {
+            context.min(cache_tokens / sequences as u32)
+        };
         let threads = options.threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, |cores| cores.get() as i32)
         });
@@ -163,8 +176,7 @@ impl LlamaCppModel {
             .with_n_batch(PROMPT_BATCH as u32)
             .with_n_ubatch(PROMPT_BATCH as u32)
             .with_n_seq_max(sequences as u32)
-            // One cache for all sequences, so a shared prompt prefix is held once.
-            .with_kv_unified(true)
+            .with_kv_unified(unified)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
             .with_flash_attention_policy(if options.flash_attention {
@@ -185,6 +197,7 @@ impl LlamaCppModel {
             cache_tokens: cache_tokens as usize,
             tokens: vec![Vec::new(); sequences],
             logits_index: vec![0; sequences],
+            unified,
             batch: LlamaBatch::new(PROMPT_BATCH, 1),
         })
     }
@@ -344,9 +357,19 @@ impl BatchModel for LlamaCppModel {
         let len = len.min(self.tokens[from].len());
         self.truncate_sequence(to, 0)?;
         if len > 0 {
+            let unified = self.unified;
             self.loaded
                 .with_dependent_mut(|_, context| {
-                    context.copy_kv_cache_seq(from as i32, to as i32, Some(0), Some(len as u32))
+                    if unified {
+                        // The cells gain the sequence: nothing is copied.
+                        context.copy_kv_cache_seq(from as i32, to as i32, Some(0), Some(len as u32))
+                    } else {
+                        // Across split caches llama.cpp copies whole shares only.
+                        context.copy_kv_cache_seq(from as i32, to as i32, None, None)?;
+                        context
+                            .clear_kv_cache_seq(Some(to as u32), Some(len as u32), None)
+                            .map(|_| ())
+                    }
                 })
                 .map_err(|error| ModelError::Forward(error.to_string()))?;
         }

@@ -205,10 +205,11 @@ fn smollm2_decodes_a_batch_with_shared_prompts() {
         ..CallOptions::default()
     };
     let grammar = compile_tool_grammar(&registry, &options).unwrap();
-    let load = |sequences| {
+    let load = |sequences, unified_cache| {
         let options = LlamaOptions {
             context: 2048,
             sequences,
+            unified_cache,
             ..LlamaOptions::default()
         };
         LlamaCppModel::load(&path, &options).expect("the cached model loads")
@@ -228,7 +229,7 @@ fn smollm2_decodes_a_batch_with_shared_prompts() {
         "Search the web for the weather in Paris.",
         "What time is it?",
     ];
-    let mut alone_model = load(1);
+    let mut alone_model = load(1, true);
     let prompts: Vec<Vec<u32>> = questions
         .iter()
         .map(|question| {
@@ -251,45 +252,96 @@ fn smollm2_decodes_a_batch_with_shared_prompts() {
                 .text()
         })
         .collect();
-    let mut decoder = BatchDecoder::new(Box::new(load(4)));
-    let mut ids = Vec::new();
-    for prompt in &prompts {
-        match decoder
-            .admit(prompt, Some(&grammar), &decode_options)
-            .unwrap()
-        {
-            Admission::Started(id) => ids.push(id),
-            Admission::Busy => panic!("four sequences fit"),
+    // One cache for all sequences, and a share each (the prefix copied).
+    for unified in [true, false] {
+        let mut decoder = BatchDecoder::new(Box::new(load(4, unified)));
+        let mut ids = Vec::new();
+        for prompt in &prompts {
+            match decoder
+                .admit(prompt, Some(&grammar), &decode_options)
+                .unwrap()
+            {
+                Admission::Started(id) => ids.push(id),
+                Admission::Busy => panic!("four sequences fit"),
+            }
+        }
+        let mut outputs = vec![None; ids.len()];
+        while decoder.running() > 0 {
+            for (id, result) in decoder.step().finished {
+                let index = ids.iter().position(|known| *known == id).unwrap();
+                outputs[index] = Some(result.unwrap());
+            }
+        }
+        // The first prompt is read whole; the others wait for it to read the system prompt,
+        // and share it.
+        let cached: Vec<usize> = outputs
+            .iter()
+            .map(|output| {
+                let stats = &output.as_ref().unwrap().stats;
+                stats.prompt_tokens - stats.prompt_tokens_read
+            })
+            .collect();
+        assert_eq!(cached[0], 0);
+        for &reused in &cached[1..] {
+            assert!(reused > 20, "{cached:?}");
+        }
+        for (output, lone) in outputs.iter().zip(&alone) {
+            let generation = output.as_ref().unwrap();
+            eprintln!("batched: {:?} {}", generation.finish, generation.text());
+            if generation.finish != Finish::Truncated {
+                assert_matches(&grammar, &generation.bytes);
+            }
+            if &generation.text() != lone {
+                eprintln!("alone:   {lone}");
+            }
         }
     }
-    let mut outputs = vec![None; ids.len()];
-    while decoder.running() > 0 {
-        for (id, result) in decoder.step().finished {
-            let index = ids.iter().position(|known| *known == id).unwrap();
-            outputs[index] = Some(result.unwrap());
-        }
-    }
-    // The first prompt is read whole; the others wait for it to read the system prompt,
-    // and share it.
-    let cached: Vec<usize> = outputs
-        .iter()
-        .map(|output| {
-            let stats = &output.as_ref().unwrap().stats;
-            stats.prompt_tokens - stats.prompt_tokens_read
-        })
-        .collect();
-    assert_eq!(cached[0], 0);
-    for &reused in &cached[1..] {
-        assert!(reused > 20, "{cached:?}");
-    }
-    for (output, lone) in outputs.iter().zip(&alone) {
-        let generation = output.as_ref().unwrap();
-        eprintln!("batched: {:?} {}", generation.finish, generation.text());
-        if generation.finish != Finish::Truncated {
-            assert_matches(&grammar, &generation.bytes);
-        }
-        if &generation.text() != lone {
-            eprintln!("alone:   {lone}");
-        }
+}
+
+/// A prefix shared from another sequence gives the logits of reading it: one cache for
+/// all sequences (the cells gain the sequence) and a share each (the cells copied).
+#[test]
+fn smollm2_a_shared_prefix_gives_the_logits_of_reading_it() {
+    use grail_gen::{BatchModel, SequenceRead};
+    let Some(path) = model_path() else {
+        eprintln!("skipped: SmolLM2 is not in Grail's model cache");
+        return;
+    };
+    for unified_cache in [true, false] {
+        let options = LlamaOptions {
+            context: 1024,
+            sequences: 2,
+            unified_cache,
+            ..LlamaOptions::default()
+        };
+        let mut model = LlamaCppModel::load(&path, &options).unwrap();
+        let prompt = model
+            .tokenize("<|im_start|>system\nYou call tools: get_weather, search.<|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n")
+            .unwrap();
+        let shared = prompt.len() - 8;
+        let read = |model: &mut LlamaCppModel, sequence, tokens: &[u32]| {
+            model
+                .forward_batch(&[SequenceRead {
+                    sequence,
+                    tokens,
+                    logits: true,
+                }])
+                .unwrap();
+            model.sequence_logits(sequence).to_vec()
+        };
+        read(&mut model, 0, &prompt[..shared]);
+        let whole = read(&mut model, 0, &prompt[shared..]);
+        model.share_prefix(0, 1, shared).unwrap();
+        assert_eq!(model.sequence_tokens(1), &prompt[..shared]);
+        let from_shared = read(&mut model, 1, &prompt[shared..]);
+        let differs = whole
+            .iter()
+            .zip(&from_shared)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            differs < 0.01,
+            "unified {unified_cache}: logits differ by {differs}"
+        );
     }
 }
