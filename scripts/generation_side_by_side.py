@@ -12,8 +12,11 @@ Grail: `--stats`); each pair runs --runs times, alternating, and the medians are
 
 Both sides decode greedily with no repeat penalty and without flash attention (Grail's
 default; llama-server is given `-fa off`, as its "auto" turns it on and it is slower on the
-CPU). llama-server also runs with --no-repack: on CPUs with AMX its repacked AMX kernels crash (SIGILL or
-SIGSEGV in ggml_backend_amx_mul_mat during warm-up) on this workplace's machines.
+CPU). llama-server runs with --no-repack only on CPUs with AMX, where its repacked AMX
+kernels crashed (SIGILL or SIGSEGV in ggml_backend_amx_mul_mat during warm-up) on this
+workplace's machines; elsewhere it repacks, as Grail's runtime does. Grail appends the
+tokens the grammar forces without a draw (jump-forward, its default; --no-jump-forward
+runs it without): its tokens/s count them, and the share forced is reported.
 
 Needs: target/release/grail (built by this script), llama-server (PATH, $GRAIL_LLAMA_SERVER,
 or ~/.cache/grail/llama-cpp-venv from scripts/llama_server_test.py --install), and the
@@ -122,11 +125,20 @@ def post(url, body, timeout=600):
         return json.load(response)
 
 
+def has_amx():
+    try:
+        with open("/proc/cpuinfo") as handle:
+            return " amx" in handle.read()
+    except OSError:
+        return False
+
+
 def start_server(server, libs, model):
     port = free_port()
     env = dict(os.environ, LD_LIBRARY_PATH=libs)
+    repack = ["--no-repack"] if has_amx() else []
     process = subprocess.Popen([server, "-m", model, "--host", "127.0.0.1", "--port", str(port),
-                                "-c", "4096", "-np", "1", "--no-webui", "--no-repack", "-fa", "off"],
+                                "-c", "4096", "-np", "1", "--no-webui", "-fa", "off"] + repack,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -160,16 +172,19 @@ def grammars(tmp):
     return out
 
 
-def run_grail(model, grammar, tokens, tmp):
+def run_grail(model, grammar, tokens, tmp, jump_forward):
     stats = os.path.join(tmp, "stats.json")
     command = [GRAIL, "generate", "--raw", "--model", model, "--max-tokens", str(tokens),
                "--repeat-penalty", "1", "--stats", stats, PROMPT]
+    if not jump_forward:
+        command[2:2] = ["--no-jump-forward"]
     if grammar:
         command[2:2] = ["--grammar", grammar]
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(stats) as handle:
         data = json.load(handle)
-    return data["tokens_per_s"], data["tokens"], data["mask_us"]["p99"], data["grammar_share"]
+    return (data["tokens_per_s"], data["tokens"], data["mask_us"]["p99"], data["grammar_share"],
+            data.get("forced_tokens", 0))
 
 
 def run_server(url, grammar, tokens):
@@ -188,6 +203,7 @@ def main():
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--no-jump-forward", action="store_true", help="Grail draws every token")
     args = parser.parse_args()
 
     if not os.environ.get("GRAIL_BIN"):
@@ -215,7 +231,8 @@ def main():
                 for case, grammar in cases.items():
                     grail_runs, server_runs = [], []
                     for _ in range(args.runs):
-                        grail_runs.append(run_grail(model, grammar, args.tokens, tmp))
+                        grail_runs.append(run_grail(model, grammar, args.tokens, tmp,
+                                                    not args.no_jump_forward))
                         server_runs.append(run_server(url, grammar, args.tokens))
                     row = {
                         "model": model_name, "case": case,
@@ -223,13 +240,15 @@ def main():
                         "grail_tokens": grail_runs[0][1],
                         "grail_mask_p99_us": statistics.median(r[2] for r in grail_runs),
                         "grail_grammar_share": statistics.median(r[3] for r in grail_runs),
+                        "grail_forced_tokens": grail_runs[0][4],
                         "llama_tokens_per_s": statistics.median(r[0] for r in server_runs),
                         "llama_tokens": server_runs[0][1],
                     }
                     row["ratio"] = row["grail_tokens_per_s"] / row["llama_tokens_per_s"]
                     results.append(row)
                     print(f"{model_name:8} {case:14} grail {row['grail_tokens_per_s']:6.1f} tok/s "
-                          f"({row['grail_tokens']} tokens, grammar {row['grail_grammar_share'] * 100:.2f}% "
+                          f"({row['grail_tokens']} tokens, {row['grail_forced_tokens']} forced, "
+                          f"grammar {row['grail_grammar_share'] * 100:.2f}% "
                           f"of decode, mask p99 {row['grail_mask_p99_us']:.0f} us)   llama-server "
                           f"{row['llama_tokens_per_s']:6.1f} tok/s ({row['llama_tokens']} tokens)   "
                           f"ratio {row['ratio']:.2f}", flush=True)

@@ -128,6 +128,7 @@ def main():
     parser.add_argument("--requests", type=int, default=32, help="requests per level")
     parser.add_argument("--levels", default="1,4,16")
     parser.add_argument("--parallel", type=int, default=16, help="sequences of both servers")
+    parser.add_argument("--split-cache", action="store_true", help="grail serve --split-cache")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     levels = [int(level) for level in args.levels.split(",")]
@@ -166,7 +167,7 @@ def main():
         wait_healthy(llama_url, llama)
         grail_port = free_port()
         grail = subprocess.Popen([GRAIL, "serve", "--addr", f"127.0.0.1:{grail_port}", "--model", model, "--quiet",
-                                  "--parallel", str(args.parallel)])
+                                  "--parallel", str(args.parallel)] + (["--split-cache"] if args.split_cache else []))
         servers.append(grail)
         wait_healthy(f"http://127.0.0.1:{grail_port}", grail)
         front_port = free_port()
