@@ -34,6 +34,22 @@ fn content(answer: &Value) -> String {
         .to_string()
 }
 
+/// Sends a request for a 3,000-letter answer on a raw connection (the caller hangs up by
+/// shutting it down) and returns that connection.
+fn send_long_request(server: &TestServer) -> TcpStream {
+    let long =
+        json!({"messages": user("x"), "grammar": "root ::= [a-z]{3000}", "max_tokens": 3000})
+            .to_string();
+    let mut stream = TcpStream::connect(server.address).unwrap();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{long}",
+        long.len()
+    )
+    .unwrap();
+    stream
+}
+
 #[test]
 fn answers_written_together_are_those_written_one_at_a_time() {
     let questions = [
@@ -101,16 +117,7 @@ fn a_client_that_goes_away_frees_its_sequence_for_a_waiting_request() {
     // One sequence: a long answer holds it until its client hangs up.
     let backend = batched_backend(4, Duration::from_millis(5), 1);
     let server = Arc::new(TestServer::start(backend.clone(), quiet()));
-    let long =
-        json!({"messages": user("x"), "grammar": "root ::= [a-z]{3000}", "max_tokens": 3000})
-            .to_string();
-    let mut stream = TcpStream::connect(server.address).unwrap();
-    write!(
-        stream,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{long}",
-        long.len()
-    )
-    .unwrap();
+    let stream = send_long_request(&server);
     wait_until("the long answer is being written", || {
         backend.inner.running() == 1
     });
@@ -137,21 +144,11 @@ fn a_full_queue_answers_503_with_retry_after() {
     // answers (at least 7 s each) hold both; their clients then hang up.
     let backend = batched_backend(1, Duration::from_millis(10), 1);
     let server = Arc::new(TestServer::start(backend.clone(), quiet()));
-    let long =
-        json!({"messages": user("x"), "grammar": "root ::= [a-z]{3000}", "max_tokens": 3000})
-            .to_string();
     let mut holders: Vec<TcpStream> = Vec::new();
     // One at a time: a second sent while the first still waits to start finds the queue
     // of one full.
     for (running, waiting) in [(1, 0), (1, 1)] {
-        let mut stream = TcpStream::connect(server.address).unwrap();
-        write!(
-            stream,
-            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{long}",
-            long.len()
-        )
-        .unwrap();
-        holders.push(stream);
+        holders.push(send_long_request(&server));
         wait_until("the long answer runs or waits", || {
             backend.inner.running() == running && backend.inner.waiting() == waiting
         });
