@@ -25,8 +25,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
     /// What writes the answers: `embedded` (a model in this process), `llama-server=URL`
-    /// (a llama-server, sent Grail's grammars), or `openai=URL` (an OpenAI-compatible
-    /// server that takes a grammar in `structured_outputs`, as vLLM does).
+    /// (a llama-server, sent Grail's grammars), `openai=URL` (an OpenAI-compatible
+    /// server that takes a grammar in `structured_outputs`, as vLLM does), or
+    /// `vllm-grail=URL` (a vLLM with Grail's logits processor installed: the grammar goes
+    /// to Grail's engine there, in `vllm_xargs`).
     #[arg(long, default_value = "embedded")]
     backend: String,
     /// The GGUF model of the embedded backend (default: the embedded SmolLM2, fetched
@@ -202,8 +204,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             args.backend_api_key.clone(),
             timeout,
         )),
+        Some(("vllm-grail", url)) => Arc::new(RemoteBackend::new(
+            RemoteKind::VllmGrail,
+            url,
+            args.model.clone(),
+            args.backend_api_key.clone(),
+            timeout,
+        )),
         _ => bail!(
-            "--backend `{}` is unknown; use embedded, llama-server=URL or openai=URL",
+            "--backend `{}` is unknown; use embedded, llama-server=URL, openai=URL or vllm-grail=URL",
             grail_server::remote::url_without_credentials(&args.backend)
         ),
     };

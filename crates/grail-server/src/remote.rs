@@ -1,5 +1,6 @@
-//! Remote backends: a llama-server, or an OpenAI-compatible server that takes a grammar
-//! (vLLM's structured outputs), reached over HTTP.
+//! Remote backends: a llama-server, an OpenAI-compatible server that takes a grammar
+//! (vLLM's structured outputs), or a vLLM running Grail's own logits processor, reached
+//! over HTTP.
 //!
 //! Grail builds the grammar (tools, schemas and grammars together, which llama-server
 //! refuses to combine itself), sends the conversation with Grail's tools prompt to the
@@ -41,8 +42,11 @@ pub enum RemoteKind {
     /// llama-server: `"grammar": GBNF`, `repeat_penalty`.
     LlamaServer,
     /// vLLM (0.12 and later): `"structured_outputs": {"grammar": GBNF}`,
-    /// `repetition_penalty`.
+    /// `repetition_penalty`. vLLM's own backend (xgrammar by default) enforces it.
     OpenAiCompatible,
+    /// vLLM with Grail's logits processor (`grail_gbnf.vllm`): `"vllm_xargs": {"grail":
+    /// "{\"grammar\": GBNF}"}`, so Grail's engine enforces the grammar Grail checks.
+    VllmGrail,
 }
 
 /// A remote server.
@@ -113,7 +117,7 @@ impl RemoteBackend {
         });
         let penalty_key = match self.kind {
             RemoteKind::LlamaServer => "repeat_penalty",
-            RemoteKind::OpenAiCompatible => "repetition_penalty",
+            RemoteKind::OpenAiCompatible | RemoteKind::VllmGrail => "repetition_penalty",
         };
         body[penalty_key] = json!(sampling.repeat_penalty);
         if sampling.top_k > 0 {
@@ -124,6 +128,12 @@ impl RemoteBackend {
                 RemoteKind::LlamaServer => body["grammar"] = json!(&*grammar.gbnf()),
                 RemoteKind::OpenAiCompatible => {
                     body["structured_outputs"] = json!({"grammar": &*grammar.gbnf()})
+                }
+                // vLLM takes only strings and numbers in `vllm_xargs`: the processor's
+                // argument goes as JSON text.
+                RemoteKind::VllmGrail => {
+                    let argument = json!({"grammar": &*grammar.gbnf()}).to_string();
+                    body["vllm_xargs"] = json!({"grail": argument})
                 }
             }
         }

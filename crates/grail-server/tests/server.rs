@@ -696,6 +696,30 @@ fn the_llama_server_backend_is_sent_the_grammar_in_its_field() {
 }
 
 #[test]
+fn the_vllm_grail_backend_is_sent_the_grammar_as_grails_argument() {
+    let (url, seen, upstream) = start_upstream(Upstream::Pieces(vec!["no"]));
+    let server = TestServer::start(
+        remote(RemoteKind::VllmGrail, &url, Duration::from_secs(10)),
+        quiet(),
+    );
+    let (status, answer) = post(
+        &server,
+        &json!({"messages": user("?"), "grammar": "root ::= \"yes\" | \"no\""}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    upstream.join().unwrap();
+    let sent = &seen.lock().unwrap()[0];
+    // vLLM takes strings and numbers in vllm_xargs: the argument is JSON text.
+    let argument: Value =
+        serde_json::from_str(sent["vllm_xargs"]["grail"].as_str().unwrap()).unwrap();
+    let grammar = argument["grammar"].as_str().unwrap();
+    assert!(full_match(grammar, "yes") && !full_match(grammar, "maybe"));
+    assert_eq!(argument.as_object().unwrap().len(), 1);
+    assert!(sent.get("structured_outputs").is_none() && sent.get("grammar").is_none());
+    assert!(sent["repetition_penalty"].is_number());
+}
+
+#[test]
 fn a_backend_that_ignores_the_grammar_is_caught() {
     let (url, _, upstream) =
         start_upstream(Upstream::Pieces(vec!["Sure! ", "Here is the weather."]));
