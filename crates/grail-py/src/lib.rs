@@ -14,6 +14,7 @@ mod batch;
 mod errors;
 mod grammar;
 mod json;
+mod logits;
 mod matcher;
 mod prefault;
 mod tools;
@@ -40,5 +41,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<matcher::Matcher>()?;
     module.add_function(wrap_pyfunction!(tools::validate_call, module)?)?;
     module.add_function(wrap_pyfunction!(batch::fill_next_token_bitmasks, module)?)?;
+    module.add_function(wrap_pyfunction!(logits::mask_logits, module)?)?;
     Ok(())
 }

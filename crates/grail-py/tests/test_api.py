@@ -144,6 +144,34 @@ def test_bitmask_rows_and_apply(tiny_vocabulary):
         matcher.fill_next_token_bitmask(np.zeros((1, 8), dtype=np.float32), 0)
 
 
+def test_native_masking_of_float32_logits_equals_unpacking_the_bits():
+    """float32 rows on the CPU take the native path (threads, -inf in place); float64 and
+    a 1-D row the others: every one gives the reference's -inf pattern."""
+    rng = np.random.default_rng(7)
+    rows, width = 9, 200  # 7 words cover 224 columns: 200 within, the rest none
+    words = rng.integers(-(2**31), 2**31, size=(rows, 7), dtype=np.int64).astype(np.int32)
+    words[1] = 0
+    words[2] = -1
+    bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little").astype(bool)[:, :width]
+    for dtype in (np.float32, np.float64):
+        logits = rng.standard_normal((rows, width)).astype(dtype)
+        expected = np.where(bits, logits, -np.inf)
+        grail.apply_token_bitmask_inplace(logits, words.copy())
+        assert np.array_equal(logits, expected), dtype
+    row = rng.standard_normal(width).astype(np.float32)
+    expected = np.where(bits[3], row, -np.inf)
+    grail.apply_token_bitmask_inplace(row, words[3].copy())
+    assert np.array_equal(row, expected)
+    # A padded vocabulary: columns past the bitmask's words are disallowed.
+    wide = np.zeros((1, 7 * 32 + 10), dtype=np.float32)
+    grail.apply_token_bitmask_inplace(wide, np.full((1, 7), -1, dtype=np.int32))
+    assert np.isfinite(wide[0, :224]).all() and np.isinf(wide[0, 224:]).all()
+    with pytest.raises(ValueError):
+        grail._native.mask_logits(np.zeros((2, 8), dtype=np.float32), np.zeros((2, 1), dtype=np.int32), [1, 1])
+    with pytest.raises(TypeError):
+        grail._native.mask_logits(np.zeros((2, 8), dtype=np.float16), np.zeros((2, 1), dtype=np.int32))
+
+
 def test_next_characters_in_the_gbnf_package_shape(tiny_vocabulary):
     matcher = grail.Matcher(grail.Grammar.from_gbnf('root ::= [a-c] | "x" | [^q]'), tiny_vocabulary)
     rules = matcher.next_characters()

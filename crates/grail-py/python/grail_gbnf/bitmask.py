@@ -41,6 +41,8 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Lis
     row (or `indices`: which bitmask rows go with the logits rows, in order). Tokens past
     the bitmask's width (a model's padded vocabulary) are disallowed.
     """
+    if _apply_native(logits, bitmask, indices):
+        return
     if type(logits).__module__.split(".")[0] == "torch":
         _apply_torch(logits, bitmask, indices)
         return
@@ -54,6 +56,40 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Lis
     if logits.ndim == 1 and allowed.ndim == 2:
         allowed = allowed[0]
     logits[~allowed] = -np.inf
+
+
+def _apply_native(logits: Any, bitmask: Any, indices: Optional[List[int]]) -> bool:
+    """Float32 logits on the CPU with an int32 CPU bitmask: -inf written in place by the
+    native module, rows on threads (False, nothing done, for anything else)."""
+    from ._native import mask_logits
+
+    module = type(logits).__module__.split(".")[0]
+    if module == "torch":
+        if logits.device.type != "cpu" or str(logits.dtype) != "torch.float32" or logits.stride(-1) != 1:
+            return False
+    elif not (isinstance(logits, np.ndarray) and logits.dtype == np.float32 and logits.flags.writeable
+              and logits.strides[-1] == 4):
+        return False
+    if logits.ndim not in (1, 2):
+        return False
+    mask = bitmask
+    if type(mask).__module__.split(".")[0] == "torch":
+        if mask.device.type != "cpu" or not mask.is_contiguous():
+            return False
+        mask = mask.numpy()
+    mask = np.asarray(mask)
+    if mask.dtype != np.int32:
+        return False
+    mask = np.ascontiguousarray(mask.reshape(1, -1) if mask.ndim == 1 else mask)
+    if indices is not None:  # bitmask rows `indices` go with the logits rows, in order
+        mask = np.ascontiguousarray(mask[list(indices)])
+    if logits.ndim == 1:
+        mask_logits(logits, mask[:1])
+    elif logits.shape[0] == mask.shape[0]:
+        mask_logits(logits, mask)
+    else:
+        return False  # the other paths say what does not fit
+    return True
 
 
 def _apply_torch(logits: Any, bitmask: Any, indices: Optional[List[int]]) -> None:

@@ -20,7 +20,8 @@ error, a schema keyword Grail cannot enforce in strict mode, an unknown key) is 
 
 In the batch, every constrained row's matcher follows the tokens vLLM sampled; the masks
 of the step are filled in one call (`fill_next_token_bitmasks`: threads, the GIL
-released) and applied to the logits with tensor operations. End of sequence is allowed
+released) and applied to the logits in place (on the CPU by native code, rows on threads;
+on an accelerator with tensor operations on the device). End of sequence is allowed
 exactly where the grammar may end; after the grammar's end, only end tokens are allowed
 (as when a request sets `ignore_eos`). Compiled grammars are kept (least recently used,
 `GRAIL_VLLM_GRAMMAR_CACHE` entries, 256 when unset) and the matchers of one grammar share
@@ -35,7 +36,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._native import Grammar, Matcher, Vocabulary, fill_next_token_bitmasks
+from ._native import Grammar, Matcher, Vocabulary, fill_next_token_bitmasks, mask_logits
 from .hf import vocabulary_from_hf
 
 try:
@@ -270,13 +271,22 @@ class GrailLogitsProcessor(LogitsProcessor):
         if live:
             fill_next_token_bitmasks(live, bitmask, list(range(len(live))))
         bitmask[len(live):] = self.end_mask
-        mask = torch.from_numpy(bitmask)
-        allowed = ((mask.unsqueeze(-1) >> self.shifts) & 1).bool().flatten(-2)[:, : logits.shape[-1]]
-        rows = torch.tensor(order, dtype=torch.long)
-        if logits.device.type != "cpu":
-            allowed, rows = allowed.to(logits.device, non_blocking=True), rows.to(logits.device)
+        if logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.stride(-1) == 1:
+            mask_logits(logits, bitmask, order)  # -inf written in place, rows on threads
+            return logits
+        # Elsewhere the packed rows go to the logits' device (32 times smaller than the
+        # unpacked mask), are unpacked there, and the disallowed logits set to -inf.
+        mask = torch.from_numpy(bitmask).to(logits.device)
+        rows = torch.tensor(order, dtype=torch.long).to(logits.device)
+        shifts = self._shifts_on(logits.device)
+        allowed = ((mask.unsqueeze(-1) >> shifts) & 1).bool().flatten(-2)[:, : logits.shape[-1]]
         logits[rows] = logits[rows].masked_fill(~allowed, float("-inf"))
         return logits
+
+    def _shifts_on(self, device: "torch.device") -> "torch.Tensor":
+        if self.shifts.device != device:
+            self.shifts = self.shifts.to(device)
+        return self.shifts
 
 
 def _vocabulary_of(model_config: Any) -> Vocabulary:
