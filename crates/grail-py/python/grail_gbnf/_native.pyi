@@ -93,6 +93,11 @@ def fill_next_token_bitmasks(
     matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None
 ) -> None: ...
 
+def mask_logits(logits: Any, bitmask: Any, logits_rows: Optional[Sequence[int]] = None) -> None:
+    """-inf into float32 CPU logits (numpy or torch, rows contiguous) where row i of the
+    int32 bitmask has a clear bit, for logits row `logits_rows[i]` (or i); columns past the
+    bitmask's words too. In place, rows on threads, GIL released."""
+
 def validate_call(
     tools: Union[str, Sequence[Dict[str, Any]], Dict[str, Any]],
     output: str,
