@@ -172,7 +172,7 @@ class _Row:
 
     __slots__ = ("matcher", "output", "read", "ended")
 
-    def __init__(self, matcher: Matcher, output: List[int]) -> None:
+    def __init__(self, matcher: Optional[Matcher], output: List[int]) -> None:
         self.matcher = matcher
         self.output = output
         self.read = 0
@@ -196,7 +196,6 @@ class GrailLogitsProcessor(LogitsProcessor):
         self.end_tokens = list(self.vocabulary.eos_token_ids)
         self.grammars = _GrammarCache(_cache_capacity())
         self.rows: Dict[int, _Row] = {}
-        self.device = device
         width = int(model_config.get_vocab_size())
         self.words = (max(width, self.vocabulary.size) + 31) // 32
         self.bitmask = np.full((vllm_config.scheduler_config.max_num_seqs, self.words), -1, dtype=np.int32)
@@ -222,7 +221,7 @@ class GrailLogitsProcessor(LogitsProcessor):
             if constraint is None:
                 self.rows.pop(index, None)
             else:
-                self.rows[index] = _Row(self.grammars.matcher(constraint, self.vocabulary), output)
+                self.rows[index] = self._row_for(constraint, output)
         for first, second, direction in batch_update.moved:
             moved = self.rows.pop(first, None)
             displaced = self.rows.pop(second, None)
@@ -230,6 +229,17 @@ class GrailLogitsProcessor(LogitsProcessor):
                 self.rows[second] = moved
             if displaced is not None and direction == MoveDirectionality.SWAP:
                 self.rows[first] = displaced
+
+    def _row_for(self, constraint: Dict[str, Any], output: List[int]) -> _Row:
+        try:
+            return _Row(self.grammars.matcher(constraint, self.vocabulary), output)
+        except ConstraintError as error:
+            # validate_params compiled it in the front end; a worker that cannot (another
+            # Grail version, say) ends the request at once rather than stop the engine.
+            _LOG.error("%s; the request is ended", error)
+            row = _Row(None, output)
+            row.ended = True
+            return row
 
     def _advance(self, row: _Row) -> None:
         """Feeds the matcher the tokens vLLM sampled since the last step."""
