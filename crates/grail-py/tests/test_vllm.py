@@ -209,6 +209,19 @@ def test_a_bad_constraint_is_refused_before_it_runs(llm, argument, message):
     assert message in str(refused.value), str(refused.value)
 
 
+def test_deeply_nested_arguments_are_refused_not_crashed_on():
+    """Python's own recursion limit (reading JSON text, walking a dict) is a refusal with
+    a message, never a RecursionError out of validate_params (a 500)."""
+    from grail_gbnf.vllm import ConstraintError, compile_constraint, constraint_of
+    text = '{"json_schema": ' + '{"type": "array", "items": ' * 3000 + "{}" + "}" * 3000 + "}"
+    nested = {}
+    for _ in range(3000):
+        nested = {"type": "array", "items": nested}
+    for argument in (text, {"json_schema": nested}):
+        with pytest.raises(ConstraintError, match="nested too deeply"):
+            compile_constraint(constraint_of({"grail": argument}))
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -70,6 +70,8 @@ def constraint_of(extra_args: Optional[Dict[str, Any]]) -> Optional[Dict[str, An
             value = json.loads(value)
         except ValueError as error:
             raise ConstraintError(f"grail: the argument is not valid JSON ({error})") from None
+        except RecursionError:
+            raise ConstraintError("grail: the argument is nested too deeply to read") from None
     if not isinstance(value, dict):
         raise ConstraintError("grail: the argument must be an object with grammar, json_schema or tools")
     kinds = [kind for kind in _KINDS if kind in value]
@@ -119,6 +121,8 @@ def compile_constraint(constraint: Dict[str, Any]) -> Grammar:
         raise
     except ValueError as error:
         raise ConstraintError(f"grail: {error}") from None
+    except RecursionError:  # Python's own walk of a deeply nested object, before Grail's limits
+        raise ConstraintError("grail: the constraint is nested too deeply") from None
 
 
 class _GrammarCache:
