@@ -3,6 +3,7 @@
 
 use minijinja::{Environment, Error as JinjaError, ErrorKind, context};
 use serde::Serialize;
+use serde_json::Value;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -11,6 +12,36 @@ pub struct Message {
     pub role: String,
     /// The text.
     pub content: String,
+    /// The calls an assistant message made, for templates that render them (absent from
+    /// the template's view when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MessageToolCall>,
+    /// For a `tool` message: the id of the call it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+/// A call in an assistant message, in the shape Hugging Face chat templates read:
+/// `{"id", "type": "function", "function": {"name", "arguments"}}` with the arguments
+/// as a JSON object (not the string OpenAI's API carries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageToolCall {
+    /// The call's id (`call_…`).
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The tool and its arguments.
+    pub function: CalledFunction,
+}
+
+/// The tool a call names and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CalledFunction {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub arguments: Value,
 }
 
 impl Message {
@@ -19,6 +50,42 @@ impl Message {
         Message {
             role: role.into(),
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// An assistant message that made `calls` (`content` may be empty).
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<MessageToolCall>) -> Message {
+        Message {
+            tool_calls: calls,
+            ..Message::new("assistant", content)
+        }
+    }
+
+    /// A `tool` message: the result of the call `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> Message {
+        Message {
+            tool_call_id: Some(call_id.into()),
+            ..Message::new("tool", content)
+        }
+    }
+}
+
+impl MessageToolCall {
+    /// A call of `name` with `arguments` (a JSON object), with this id.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: Value,
+    ) -> MessageToolCall {
+        MessageToolCall {
+            id: id.into(),
+            kind: "function",
+            function: CalledFunction {
+                name: name.into(),
+                arguments,
+            },
         }
     }
 }
@@ -43,7 +110,49 @@ pub fn render_chat(
     messages: &[Message],
     specials: &SpecialTexts,
 ) -> Result<String, ChatTemplateError> {
+    render_chat_with_tools(template, messages, None, specials)
+}
+
+/// The prompt for `messages` in `template` with `tools` (OpenAI's `tools` entries, as
+/// Hugging Face's `apply_chat_template(tools=…)` passes them) in the template's `tools`
+/// variable; `None` leaves the variable undefined, as for a request without tools.
+pub fn render_chat_with_tools(
+    template: &str,
+    messages: &[Message],
+    tools: Option<&[Value]>,
+    specials: &SpecialTexts,
+) -> Result<String, ChatTemplateError> {
+    let environment = chat_environment();
+    let error = |error: JinjaError| ChatTemplateError(error.to_string());
+    let template = environment.template_from_str(template).map_err(error)?;
+    let base = context! {
+        messages => messages,
+        add_generation_prompt => true,
+        bos_token => specials.bos,
+        eos_token => specials.eos,
+    };
+    let context = match tools {
+        Some(tools) => context! { tools => tools, ..base },
+        None => base,
+    };
+    template.render(context).map_err(error)
+}
+
+/// Whether `template` reads a `tools` variable: the model was trained to see tools in
+/// its own section (Qwen, Llama 3.1, Mistral…), so Grail's own tools prompt is not
+/// needed. A template that does not parse reads nothing.
+pub fn template_reads_tools(template: &str) -> bool {
+    let environment = chat_environment();
+    environment
+        .template_from_str(template)
+        .is_ok_and(|template| template.undeclared_variables(false).contains("tools"))
+}
+
+/// The environment chat templates run in: Python's string methods, `raise_exception` and
+/// `tojson`, as Hugging Face renders them.
+fn chat_environment<'source>() -> Environment<'source> {
     let mut environment = Environment::new();
+    environment.add_filter("tojson", crate::chat_json::tojson);
     environment.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     environment.add_function(
         "raise_exception",
@@ -51,17 +160,7 @@ pub fn render_chat(
             Err(JinjaError::new(ErrorKind::InvalidOperation, message))
         },
     );
-    let error = |error: JinjaError| ChatTemplateError(error.to_string());
-    environment.add_template("chat", template).map_err(error)?;
-    let template = environment.get_template("chat").map_err(error)?;
-    template
-        .render(context! {
-            messages => messages,
-            add_generation_prompt => true,
-            bos_token => specials.bos,
-            eos_token => specials.eos,
-        })
-        .map_err(error)
+    environment
 }
 
 /// The prompt without a template: the messages' texts, separated by blank lines (a base

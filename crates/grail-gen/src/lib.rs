@@ -28,6 +28,7 @@
 mod batch_decode;
 mod batch_model;
 pub mod chat;
+mod chat_json;
 mod decode;
 pub mod embedded;
 #[cfg(feature = "llama-cpp")]
@@ -44,7 +45,10 @@ pub mod tool_prompt;
 
 pub use batch_decode::{Admission, BatchDecoder, SequenceId, StepReport};
 pub use batch_model::{BatchModel, SequenceRead};
-pub use chat::{Message, SpecialTexts, render_chat};
+pub use chat::{
+    CalledFunction, Message, MessageToolCall, SpecialTexts, render_chat, render_chat_with_tools,
+    template_reads_tools,
+};
 pub use decode::{
     DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy, decode,
     decode_observed, quantile_of,
