@@ -1,6 +1,7 @@
 //! Chat templates with tools, one folder a family under testdata/chat-templates: each
 //! holds `template.jinja` (written by this team from the family's documented format) and
-//! `conversation.json` (`tools`, and `messages` with earlier calls and their results); the
+//! `conversation.json` (`tools`, `messages` with earlier calls and their results, and the
+//! family's `bos_token` / `eos_token` texts where its template writes them); the
 //! rendered prompt is a snapshot, and the template must be seen to read `tools`.
 
 use std::path::Path;
@@ -65,7 +66,16 @@ fn every_family_renders_tools_calls_and_results_through_its_template() {
             &template,
             &messages_of(&conversation),
             Some(tools),
-            &SpecialTexts::default(),
+            &SpecialTexts {
+                bos: conversation["bos_token"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into(),
+                eos: conversation["eos_token"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into(),
+            },
         )
         .unwrap_or_else(|error| panic!("{family}: {error}"));
         insta::assert_snapshot!(format!("chat_template_{family}"), prompt);
@@ -80,5 +90,28 @@ fn a_template_without_a_tools_section_is_told_apart() {
     assert!(
         !template_reads_tools("{% if tools %"),
         "a template that does not parse reads nothing"
+    );
+}
+
+#[test]
+fn a_template_that_refuses_a_conversation_says_why() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/chat-templates");
+    let template = std::fs::read_to_string(root.join("mistral/template.jinja")).unwrap();
+    let messages = [
+        Message::new("user", "Weather in Oslo?"),
+        Message::assistant_calls(
+            "",
+            vec![MessageToolCall::new(
+                "call_1",
+                "get_weather",
+                serde_json::json!({"city": "Oslo"}),
+            )],
+        ),
+    ];
+    let error = render_chat_with_tools(&template, &messages, Some(&[]), &SpecialTexts::default())
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("nine alphanumeric characters"),
+        "{error}"
     );
 }
