@@ -38,7 +38,8 @@ pub struct GenerateArgs {
     /// `tools/list` result): prints the validated OpenAI `tool_calls`.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
-    /// With --tools: the wire format the model writes calls in.
+    /// With --tools: the wire format the model writes calls in (`auto`: the one the
+    /// model's chat template teaches, `openai` when it shows none; -v says which).
     #[arg(long, value_enum, default_value_t = WireArg::Openai, requires = "tools")]
     pub wire: WireArg,
     /// With --tools: `required` (a call; the default here), `auto` (text or a call),
@@ -316,9 +317,22 @@ fn generate_tool_calls(
     options: &DecodeOptions,
     load_s: f64,
 ) -> anyhow::Result<ExitCode> {
+    let (wire, detected) = args.wire.resolve(model.chat_template());
+    if args.verbose && matches!(args.wire, WireArg::Auto) {
+        eprintln!(
+            "wire: {} ({})",
+            clap::ValueEnum::to_possible_value(&wire)
+                .map_or_else(String::new, |value| value.get_name().to_string()),
+            if detected {
+                "detected from the model's chat template"
+            } else {
+                "the model's chat template shows no known call format"
+            }
+        );
+    }
     let call_args = CallArgs {
         tools: tools.to_path_buf(),
-        wire: args.wire,
+        wire,
         choice: args.choice.clone(),
         parallel: args.parallel,
         think: args.think,

@@ -78,6 +78,25 @@ pub enum WireArg {
     Llama3,
     /// `[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`.
     Mistral,
+    /// The format the model's chat template teaches (`grail generate`): Mistral's,
+    /// Hermes/Qwen's or Llama 3's when its tool section shows it, `openai` otherwise.
+    Auto,
+}
+
+impl WireArg {
+    /// `auto` made concrete from the model's chat template (other values as they are),
+    /// with whether it was detected.
+    pub fn resolve(self, template: Option<&str>) -> (WireArg, bool) {
+        if !matches!(self, WireArg::Auto) {
+            return (self, false);
+        }
+        match template.and_then(WireFormat::detect_from_template) {
+            Some(WireFormat::Hermes) => (WireArg::Hermes, true),
+            Some(WireFormat::Llama3) => (WireArg::Llama3, true),
+            Some(WireFormat::Mistral) => (WireArg::Mistral, true),
+            _ => (WireArg::Openai, false),
+        }
+    }
 }
 
 impl CallArgs {
@@ -124,6 +143,9 @@ impl CallArgs {
                 WireArg::Hermes => WireFormat::Hermes,
                 WireArg::Llama3 => WireFormat::Llama3,
                 WireArg::Mistral => WireFormat::Mistral,
+                WireArg::Auto => anyhow::bail!(
+                    "--wire auto reads a model's chat template: use it with `grail generate`, or name the format (openai, tool-args, hermes, llama3, mistral)"
+                ),
             },
             choice,
             max_calls: match self.parallel {

@@ -1,14 +1,16 @@
 //! Chat templates with tools, one folder a family under testdata/chat-templates: each
 //! holds `template.jinja` (written by this team from the family's documented format) and
 //! `conversation.json` (`tools`, `messages` with earlier calls and their results, and the
-//! family's `bos_token` / `eos_token` texts where its template writes them); the
-//! rendered prompt is a snapshot, and the template must be seen to read `tools`.
+//! family's `bos_token` / `eos_token` texts where its template writes them, and the `wire`
+//! format its template teaches); the rendered prompt is a snapshot, the template must be
+//! seen to read `tools`, and its call format must be detected.
 
 use std::path::Path;
 
 use grail_gen::{
     Message, MessageToolCall, SpecialTexts, render_chat_with_tools, template_reads_tools,
 };
+use grail_tools::WireFormat;
 use serde_json::Value;
 
 fn messages_of(conversation: &Value) -> Vec<Message> {
@@ -61,6 +63,14 @@ fn every_family_renders_tools_calls_and_results_through_its_template() {
             template_reads_tools(&template),
             "{family}: the template reads no `tools`"
         );
+        let wire = conversation["wire"]
+            .as_str()
+            .expect("conversation.json names its wire format");
+        assert_eq!(
+            WireFormat::detect_from_template(&template),
+            WireFormat::from_label(wire),
+            "{family}: the call format detected from the template"
+        );
         let tools = conversation["tools"].as_array().unwrap();
         let prompt = render_chat_with_tools(
             &template,
@@ -87,6 +97,7 @@ fn a_template_without_a_tools_section_is_told_apart() {
     // SmolLM2-Instruct's template reads only the messages.
     let chatml = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
     assert!(!template_reads_tools(chatml));
+    assert_eq!(WireFormat::detect_from_template(chatml), None);
     assert!(
         !template_reads_tools("{% if tools %"),
         "a template that does not parse reads nothing"

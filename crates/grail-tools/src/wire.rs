@@ -40,6 +40,22 @@ impl WireFormat {
         }
     }
 
+    /// The format a model's chat template teaches, from the markers its tool section
+    /// writes: `[TOOL_CALLS]` (Mistral), `<tool_call>` (Hermes, Qwen), or an `ipython`
+    /// role with Llama 3's headers (Llama 3.1–3.3 JSON calls). None when the template
+    /// shows none of them (SmolLM2's, or a family Grail does not know yet).
+    pub fn detect_from_template(template: &str) -> Option<WireFormat> {
+        if template.contains("[TOOL_CALLS]") {
+            Some(WireFormat::Mistral)
+        } else if template.contains("<tool_call>") {
+            Some(WireFormat::Hermes)
+        } else if template.contains("<|start_header_id|>") && template.contains("ipython") {
+            Some(WireFormat::Llama3)
+        } else {
+            None
+        }
+    }
+
     /// The format with this label.
     pub fn from_label(label: &str) -> Option<WireFormat> {
         WireFormat::ALL
