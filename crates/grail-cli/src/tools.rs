@@ -411,3 +411,30 @@ pub fn run_classify(args: &ClassifyArgs) -> anyhow::Result<ExitCode> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::WireArg;
+
+    #[test]
+    fn auto_takes_the_templates_format_or_openai() {
+        let qwen_like =
+            "{% if tools %}<tools>{{ tools }}</tools> reply in <tool_call></tool_call>{% endif %}";
+        assert!(matches!(
+            WireArg::Auto.resolve(Some(qwen_like)),
+            (WireArg::Hermes, true)
+        ));
+        assert!(matches!(
+            WireArg::Auto.resolve(Some("{{ messages }}")),
+            (WireArg::Openai, false)
+        ));
+        assert!(matches!(
+            WireArg::Auto.resolve(None),
+            (WireArg::Openai, false)
+        ));
+        assert!(matches!(
+            WireArg::Mistral.resolve(Some(qwen_like)),
+            (WireArg::Mistral, false)
+        ));
+    }
+}
