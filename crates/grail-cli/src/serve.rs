@@ -143,6 +143,16 @@ fn wire_format(label: &str) -> Result<WireFormat, String> {
     })
 }
 
+/// The remote backend a `--backend LABEL=URL` names.
+fn remote_kind(label: &str) -> Option<RemoteKind> {
+    match label {
+        "llama-server" => Some(RemoteKind::LlamaServer),
+        "openai" => Some(RemoteKind::OpenAiCompatible),
+        "vllm-grail" => Some(RemoteKind::VllmGrail),
+        _ => None,
+    }
+}
+
 /// The default of `--parallel`: four answers per core (a step's batch costs little more
 /// than one answer's on a small model, whose weights are read once per step), at most 16.
 fn default_parallel() -> usize {
@@ -190,22 +200,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             };
             Arc::new(EmbeddedBackend::start(id, load, options))
         }
-        Some(("llama-server", url)) => Arc::new(RemoteBackend::new(
-            RemoteKind::LlamaServer,
-            url,
-            args.model.clone(),
-            args.backend_api_key.clone(),
-            timeout,
-        )),
-        Some(("openai", url)) => Arc::new(RemoteBackend::new(
-            RemoteKind::OpenAiCompatible,
-            url,
-            args.model.clone(),
-            args.backend_api_key.clone(),
-            timeout,
-        )),
-        Some(("vllm-grail", url)) => Arc::new(RemoteBackend::new(
-            RemoteKind::VllmGrail,
+        Some((label, url)) if remote_kind(label).is_some() => Arc::new(RemoteBackend::new(
+            remote_kind(label).expect("checked by the guard"),
             url,
             args.model.clone(),
             args.backend_api_key.clone(),

@@ -30,20 +30,12 @@ pub fn fill_next_token_bitmasks(
             indices.len()
         )));
     }
-    let mut seen = vec![false; target.rows];
-    for &index in &indices {
-        if index >= target.rows {
-            return Err(PyIndexError::new_err(format!(
-                "row {index} of a bitmask of {} rows",
-                target.rows
-            )));
-        }
-        if std::mem::replace(&mut seen[index], true) {
-            return Err(PyValueError::new_err(format!(
-                "row {index} is named twice; each matcher needs its own row"
-            )));
-        }
-    }
+    check_distinct_rows(
+        &indices,
+        target.rows,
+        "a bitmask",
+        "each matcher needs its own row",
+    )?;
     let mut words = 0;
     for matcher in &matchers {
         let needed = matcher
@@ -101,6 +93,30 @@ pub fn fill_next_token_bitmasks(
         let target_row = target_row(index);
         target_row[..row.len()].copy_from_slice(row);
         target_row[row.len()..].fill(0);
+    }
+    Ok(())
+}
+
+/// Refuses `rows` unless each is below `count` (IndexError) and none repeats
+/// (ValueError: `why`), naming `what` holds the rows.
+pub(crate) fn check_distinct_rows(
+    rows: &[usize],
+    count: usize,
+    what: &str,
+    why: &str,
+) -> PyResult<()> {
+    let mut seen = vec![false; count];
+    for &row in rows {
+        if row >= count {
+            return Err(PyIndexError::new_err(format!(
+                "row {row} of {what} of {count} rows"
+            )));
+        }
+        if std::mem::replace(&mut seen[row], true) {
+            return Err(PyValueError::new_err(format!(
+                "row {row} of {what} is named twice; {why}"
+            )));
+        }
     }
     Ok(())
 }

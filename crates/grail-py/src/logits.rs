@@ -4,10 +4,11 @@
 //! vocabulary on this machine, thirty times the masks themselves; this writes -inf
 //! straight into the rows, a whole word's 32 logits at once where a word is zero.
 
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
+use crate::batch::check_distinct_rows;
 use crate::matcher::bitmask_target;
 
 /// Rows of logits this call may write: their address, count, width and row stride (in
@@ -112,20 +113,7 @@ pub fn mask_logits(
             mask.rows
         )));
     }
-    let mut seen = vec![false; target.rows];
-    for &row in &rows {
-        if row >= target.rows {
-            return Err(PyIndexError::new_err(format!(
-                "row {row} of logits with {} rows",
-                target.rows
-            )));
-        }
-        if std::mem::replace(&mut seen[row], true) {
-            return Err(PyValueError::new_err(format!(
-                "logits row {row} is named twice"
-            )));
-        }
-    }
+    check_distinct_rows(&rows, target.rows, "logits", "each row is masked once")?;
     let LogitsTarget {
         address,
         width,
