@@ -40,7 +40,7 @@ pub struct GenerateArgs {
     pub tools: Option<PathBuf>,
     /// With --tools: the wire format the model writes calls in (`auto`: the one the
     /// model's chat template teaches, `openai` when it shows none; -v says which).
-    #[arg(long, value_enum, default_value_t = WireArg::Openai, requires = "tools")]
+    #[arg(long, default_value = "openai", value_parser = WireArg::parser(), requires = "tools")]
     pub wire: WireArg,
     /// With --tools: `required` (a call; the default here), `auto` (text or a call),
     /// `none`, or the name of the one tool to call.
@@ -321,8 +321,7 @@ fn generate_tool_calls(
     if args.verbose && matches!(args.wire, WireArg::Auto) {
         eprintln!(
             "wire: {} ({})",
-            clap::ValueEnum::to_possible_value(&wire)
-                .map_or_else(String::new, |value| value.get_name().to_string()),
+            wire.label(),
             if detected {
                 "detected from the model's chat template"
             } else {
@@ -332,7 +331,8 @@ fn generate_tool_calls(
     }
     let call_args = CallArgs {
         tools: tools.to_path_buf(),
-        wire,
+        wire: WireArg::Format(wire),
+        template: None,
         choice: args.choice.clone(),
         parallel: args.parallel,
         think: args.think,

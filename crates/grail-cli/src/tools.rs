@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use grail_schema::{Mode, SchemaOptions};
 use grail_tools::{
@@ -21,9 +22,13 @@ pub struct CallArgs {
     /// The tool registry: an OpenAI `tools` array, a list of functions, or an MCP
     /// `tools/list` result (`-` for standard input).
     pub tools: PathBuf,
-    /// The wire format the model writes calls in.
-    #[arg(long, value_enum, default_value_t = WireArg::Openai)]
+    /// The wire format the model writes calls in (`auto`: the one the chat template of
+    /// --template teaches, `openai` when it shows none).
+    #[arg(long, default_value = "openai", value_parser = WireArg::parser())]
     pub wire: WireArg,
+    /// A model's chat template (Jinja text), for `--wire auto`.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
     /// `auto` (free text or a call), `required` (a call), `none` (free text), or the name
     /// of the one tool to call.
     #[arg(long, default_value = "auto", value_name = "auto|required|none|NAME")]
@@ -65,41 +70,67 @@ pub struct Loaded {
     pub options: CallOptions,
 }
 
-/// `--wire` values.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+/// A `--wire` value: a wire format, or `auto` (the format a chat template teaches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireArg {
-    /// `{"name": …, "arguments": {…}}`; several calls: a JSON array.
-    Openai,
-    /// `{"tool": …, "args": {…}}`; several calls: a JSON array.
-    ToolArgs,
-    /// `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`, one block per call.
-    Hermes,
-    /// `{"name": …, "parameters": {…}}`; several calls: a JSON array.
-    Llama3,
-    /// `[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`.
-    Mistral,
-    /// The format the model's chat template teaches (`grail generate`): Mistral's,
-    /// Hermes/Qwen's or Llama 3's when its tool section shows it, `openai` otherwise.
+    /// Detected from the model's chat template.
     Auto,
+    /// This format.
+    Format(WireFormat),
 }
 
 impl WireArg {
-    /// `auto` made concrete from the model's chat template (other values as they are),
-    /// with whether it was detected.
-    pub fn resolve(self, template: Option<&str>) -> (WireArg, bool) {
-        if !matches!(self, WireArg::Auto) {
-            return (self, false);
-        }
-        match template.and_then(WireFormat::detect_from_template) {
-            Some(WireFormat::Hermes) => (WireArg::Hermes, true),
-            Some(WireFormat::Llama3) => (WireArg::Llama3, true),
-            Some(WireFormat::Mistral) => (WireArg::Mistral, true),
-            _ => (WireArg::Openai, false),
+    /// The parser of `--wire`: `auto` or a format's label, each listed in `--help` with
+    /// how its calls look.
+    pub fn parser() -> impl clap::builder::TypedValueParser<Value = WireArg> {
+        let auto = PossibleValue::new("auto")
+            .help("the format the model's chat template teaches (openai when it shows none)");
+        let formats = WireFormat::ALL.map(|format| {
+            PossibleValue::new(format.label()).help(format.write_calls(&[("NAME", "{…}")], false))
+        });
+        PossibleValuesParser::new([auto].into_iter().chain(formats))
+            .map(|label| WireFormat::from_label(&label).map_or(WireArg::Auto, WireArg::Format))
+    }
+
+    /// The format, `auto` made concrete from the model's chat template, with whether it
+    /// was detected.
+    pub fn resolve(self, template: Option<&str>) -> (WireFormat, bool) {
+        match self {
+            WireArg::Format(format) => (format, false),
+            WireArg::Auto => match template.and_then(WireFormat::detect_from_template) {
+                Some(format) => (format, true),
+                None => (WireFormat::OpenAi, false),
+            },
         }
     }
 }
 
 impl CallArgs {
+    /// The wire format, `auto` read from --template.
+    fn wire_format(&self) -> anyhow::Result<WireFormat> {
+        let template = match (&self.wire, &self.template) {
+            (WireArg::Auto, Some(path)) => {
+                let input = read_source(path)?;
+                Some(String::from_utf8(input.bytes).map_err(|_| {
+                    anyhow::anyhow!("the chat template `{}` is not UTF-8", input.name)
+                })?)
+            }
+            (WireArg::Auto, None) => anyhow::bail!(
+                "--wire auto reads a model's chat template: give it with --template FILE, or name the format ({})",
+                WireFormat::ALL.map(WireFormat::label).join(", ")
+            ),
+            _ => None,
+        };
+        let (wire, detected) = self.wire.resolve(template.as_deref());
+        if self.wire == WireArg::Auto && !detected {
+            eprintln!(
+                "note: the chat template shows no call format Grail knows; using {}",
+                wire.label()
+            );
+        }
+        Ok(wire)
+    }
+
     /// The registry's name in messages.
     fn display_name(&self) -> String {
         match self.tools.as_os_str() == "-" {
@@ -118,6 +149,7 @@ impl CallArgs {
         schema
             .validate()
             .map_err(|message| anyhow::anyhow!("{message} (--item-separator / --key-separator)"))?;
+        let wire = self.wire_format()?;
         let input = read_source(&self.tools)?;
         let text = String::from_utf8(input.bytes)
             .map_err(|_| anyhow::anyhow!("`{}` is not UTF-8, so not JSON", input.name))?;
@@ -137,16 +169,7 @@ impl CallArgs {
         };
         let choice = self.choice.clone();
         let options = CallOptions {
-            wire: match self.wire {
-                WireArg::Openai => WireFormat::OpenAi,
-                WireArg::ToolArgs => WireFormat::ToolArgs,
-                WireArg::Hermes => WireFormat::Hermes,
-                WireArg::Llama3 => WireFormat::Llama3,
-                WireArg::Mistral => WireFormat::Mistral,
-                WireArg::Auto => anyhow::bail!(
-                    "--wire auto reads a model's chat template: use it with `grail generate`, or name the format (openai, tool-args, hermes, llama3, mistral)"
-                ),
-            },
+            wire,
             choice,
             max_calls: match self.parallel {
                 None => Some(1),
@@ -414,27 +437,24 @@ pub fn run_classify(args: &ClassifyArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::WireArg;
+    use super::{WireArg, WireFormat};
 
     #[test]
     fn auto_takes_the_templates_format_or_openai() {
         let qwen_like =
             "{% if tools %}<tools>{{ tools }}</tools> reply in <tool_call></tool_call>{% endif %}";
-        assert!(matches!(
+        assert_eq!(
             WireArg::Auto.resolve(Some(qwen_like)),
-            (WireArg::Hermes, true)
-        ));
-        assert!(matches!(
+            (WireFormat::Hermes, true)
+        );
+        assert_eq!(
             WireArg::Auto.resolve(Some("{{ messages }}")),
-            (WireArg::Openai, false)
-        ));
-        assert!(matches!(
-            WireArg::Auto.resolve(None),
-            (WireArg::Openai, false)
-        ));
-        assert!(matches!(
-            WireArg::Mistral.resolve(Some(qwen_like)),
-            (WireArg::Mistral, false)
-        ));
+            (WireFormat::OpenAi, false)
+        );
+        assert_eq!(WireArg::Auto.resolve(None), (WireFormat::OpenAi, false));
+        assert_eq!(
+            WireArg::Format(WireFormat::Mistral).resolve(Some(qwen_like)),
+            (WireFormat::Mistral, false)
+        );
     }
 }

@@ -2,6 +2,10 @@
 //! `{"<name key>": "<tool>", "<arguments key>": <the tool's arguments>}`, one per tool,
 //! where each tool's name fixes its arguments' schema.
 //!
+//! Formats that write the name outside the JSON (`[TOOL_CALLS]get_weather[ARGS]{…}`,
+//! DeepSeek's and Kimi's tokens around a name) take [`named_calls_to_grammar_framed`]:
+//! the caller writes each call around the tool's name and the rule of its arguments.
+//!
 //! The grammar is the one [`crate::schema_to_grammar_framed`] gives for the schema
 //! [`calls_to_grammar_framed`] documents (an `anyOf` of `$ref`s to one call object per
 //! tool under `$defs`, each tool's arguments mounted in its call), rule for rule, without
@@ -105,40 +109,106 @@ pub fn calls_to_grammar_framed(
     emitter.finish()
 }
 
+/// How one call is written when the name stands outside the JSON: from the tool's name and
+/// the expression of its arguments (a rule), the call's expression.
+pub type WriteCall<'w> = &'w mut dyn FnMut(&str, Expr) -> Expr;
+
+/// The grammar of one call of any of `calls`, as the rule `name`, where `write_call`
+/// writes each call around its tool's name and arguments (the name outside the JSON),
+/// with `frame` writing the root around it as in [`crate::schema_to_grammar_framed`].
+///
+/// The arguments' rules and diagnostics are those of the schema `{"anyOf": [{"$ref":
+/// "#/$defs/<tool>"}, …], "$defs": {"<tool>": <the tool's arguments>, …}}` (each tool's
+/// arguments mounted at `/$defs/<tool>`; the tools' draft as in
+/// [`calls_to_grammar_framed`]). Call names must be distinct.
+pub fn named_calls_to_grammar_framed(
+    calls: &[Call<'_>],
+    options: &SchemaOptions,
+    name: &str,
+    write_call: WriteCall<'_>,
+    frame: Frame<'_>,
+) -> Result<SchemaGrammar, SchemaError> {
+    check_options(options)?;
+    if let Some(problem) = names_problem(calls) {
+        return Err(SchemaError::Refused {
+            diagnostics: vec![problem],
+        });
+    }
+    let root = draft_root(calls);
+    let call_pointers: Vec<String> = calls
+        .iter()
+        .map(|call| joined(&["/$defs/", &escape_pointer_token(call.name)]))
+        .collect();
+    let mounts: Vec<Mount<'_>> = calls
+        .iter()
+        .zip(&call_pointers)
+        .map(|(call, at)| Mount {
+            at,
+            schema: call.arguments,
+        })
+        .collect();
+    let document = Document {
+        root: &root,
+        mounts: &mounts,
+    };
+    let mut emitter = Emitter::new(Reader::new(document, options), options, None);
+    let calls_rule = emitter.declare(name);
+    let mut choices = Vec::with_capacity(calls.len());
+    for (call, pointer) in calls.iter().zip(&call_pointers) {
+        let arguments = emitter.rule_of(pointer);
+        let rule = emitter.declare(format!("{}-call", rule_name(pointer)));
+        emitter.define(rule, write_call(call.name, Expr::Rule(arguments)));
+        choices.push(Expr::Rule(rule));
+    }
+    emitter.define(calls_rule, Expr::Choice(choices));
+    emitter.frame_root(calls_rule, frame);
+    emitter.finish()
+}
+
 /// Why `calls` cannot be written with `keys`, if they cannot.
 fn calls_problem(calls: &[Call<'_>], keys: CallKeys<'_>) -> Option<SchemaDiagnostic> {
-    let refusal = |code, pointer: &str, message: String| {
-        Some(SchemaDiagnostic::new(
-            Severity::Error,
-            code,
-            pointer,
-            None,
-            message,
-        ))
-    };
-    if calls.is_empty() {
-        return refusal("calls-none", "", "there is no call to write".into());
+    if let Some(problem) = names_problem(calls) {
+        return Some(problem);
     }
-    if keys.name == keys.arguments {
-        return refusal(
+    (keys.name == keys.arguments).then(|| {
+        refusal(
             "call-keys-same",
             "",
             format!(
                 "the name and the arguments of a call need different keys, not both `{}`",
                 keys.name
             ),
-        );
+        )
+    })
+}
+
+/// Why `calls` cannot be told apart by their names, if they cannot (none, or two of
+/// one name).
+fn names_problem(calls: &[Call<'_>]) -> Option<SchemaDiagnostic> {
+    if calls.is_empty() {
+        return Some(refusal(
+            "calls-none",
+            "",
+            "there is no call to write".into(),
+        ));
     }
-    for (index, call) in calls.iter().enumerate() {
-        if calls[..index].iter().any(|other| other.name == call.name) {
-            return refusal(
-                "call-duplicate",
-                &joined(&["/$defs/", &escape_pointer_token(call.name)]),
-                format!("two calls are named `{}`", call.name),
-            );
-        }
-    }
-    None
+    calls.iter().enumerate().find_map(|(index, call)| {
+        calls[..index]
+            .iter()
+            .any(|other| other.name == call.name)
+            .then(|| {
+                refusal(
+                    "call-duplicate",
+                    &joined(&["/$defs/", &escape_pointer_token(call.name)]),
+                    format!("two calls are named `{}`", call.name),
+                )
+            })
+    })
+}
+
+/// A refusal of the calls.
+fn refusal(code: &'static str, pointer: &str, message: String) -> SchemaDiagnostic {
+    SchemaDiagnostic::new(Severity::Error, code, pointer, None, message)
 }
 
 /// The root around the calls: only the draft of the tools' schemas, when those that name
@@ -264,6 +334,62 @@ mod tests {
         assert_eq!(
             refused.diagnostics()[0].keyword_pointer(),
             "/$defs/t/properties/arguments/uniqueItems"
+        );
+    }
+
+    fn write_named(calls: &[Call<'_>]) -> Result<SchemaGrammar, SchemaError> {
+        let mut frame = |_: &mut GrammarBuilder, call: Expr, _: Expr| call;
+        let mut write_call = |name: &str, arguments: Expr| {
+            Expr::sequence([Expr::literal(format!("[{name}]")), arguments])
+        };
+        named_calls_to_grammar_framed(
+            calls,
+            &SchemaOptions::default(),
+            "call",
+            &mut write_call,
+            &mut frame,
+        )
+    }
+
+    #[test]
+    fn a_name_outside_the_json_fixes_its_arguments() {
+        let (a, b) = (
+            json!({"type": "integer"}),
+            json!({"$ref": "#/$defs/flag", "$defs": {"flag": {"type": "boolean"}}}),
+        );
+        let calls = [
+            Call {
+                name: "a",
+                arguments: &a,
+            },
+            Call {
+                name: "b",
+                arguments: &b,
+            },
+        ];
+        let gbnf = print_grammar(&write_named(&calls).unwrap().grammar);
+        assert!(
+            gbnf.starts_with("root ::= call\ncall ::= a-call | b-call\n"),
+            "{gbnf}"
+        );
+        assert!(gbnf.contains("a-call ::= \"[a]\" a\n"), "{gbnf}");
+        assert!(gbnf.contains("b-call ::= \"[b]\" b\n"), "{gbnf}");
+        // The second tool's `$ref` is read in its own document.
+        assert!(gbnf.contains("b ::= b-flag"), "{gbnf}");
+        assert_eq!(refusal_code(write_named(&[])), "calls-none");
+        assert_eq!(
+            refusal_code(write_named(&[calls[0], calls[0]])),
+            "call-duplicate"
+        );
+        let unique = json!({"type": "array", "uniqueItems": true});
+        let refused = write_named(&[Call {
+            name: "t",
+            arguments: &unique,
+        }])
+        .unwrap_err();
+        assert_eq!(
+            refused.diagnostics()[0].keyword_pointer(),
+            "/$defs/t/uniqueItems"
         );
     }
 }

@@ -51,7 +51,9 @@ mod whole_types;
 
 use serde_json::Value;
 
-pub use calls::{Call, CallKeys, calls_to_grammar_framed};
+pub use calls::{
+    Call, CallKeys, WriteCall, calls_to_grammar_framed, named_calls_to_grammar_framed,
+};
 pub use diagnostic::{SchemaDiagnostic, Severity};
 pub use document::Mount;
 pub use options::{Dialect, KeyOrder, Mode, SchemaLimits, SchemaOptions, Whitespace};

@@ -746,22 +746,14 @@ fn written_calls(
                 .entry(id.to_string())
                 .or_insert_with(|| name.to_string());
         }
-        let mut object = serde_json::Map::new();
-        object.insert(wire.name_key().into(), Value::String(name.into()));
-        object.insert(wire.arguments_key().into(), arguments);
-        written.push(Value::Object(object));
+        let arguments = serde_json::to_string(&arguments).expect("a value is JSON");
+        written.push((name, arguments));
     }
-    let one = |value: &Value| serde_json::to_string(value).expect("JSON");
-    Ok(match wire {
-        WireFormat::Hermes => written
-            .iter()
-            .map(|call| format!("<tool_call>\n{}\n</tool_call>", one(call)))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        WireFormat::Mistral => format!("[TOOL_CALLS]{}", one(&Value::Array(written))),
-        _ if written.len() == 1 => one(&written[0]),
-        _ => one(&Value::Array(written)),
-    })
+    let written: Vec<(&str, &str)> = written
+        .iter()
+        .map(|(name, arguments)| (*name, arguments.as_str()))
+        .collect();
+    Ok(wire.write_calls(&written, false))
 }
 
 /// The conversation with a system note giving the answer's schema (a small model cannot

@@ -6,10 +6,12 @@
 //! followed by the calls. The text
 //!
 //! - never starts with whitespace, nor with a character a call can start with (`{` and
-//!   `[` on the JSON wires, `[` on `mistral`, `<` on `hermes`), nor with `<` when a
+//!   `[` on the JSON wires, the first character of a marked wire's trigger: `[` on
+//!   `mistral`, `<` on `hermes`), nor with `<` when a
 //!   reasoning block may come first: an answer starting with one of these is read as
 //!   calls (or as the reasoning block), and must be one;
-//! - never contains a call's start ([`CallStart`]: `<tool_call>`, `[TOOL_CALLS]`, or a
+//! - never contains a call's start ([`CallStart`]: a marked wire's trigger, such as
+//!   `<tool_call>` or `[TOOL_CALLS]`, or a
 //!   `{` followed by the name key and its colon, whitespace allowed between, on the JSON
 //!   wires). Where the first one appears, the calls begin (on the JSON wires with several
 //!   calls, at the `[` just before it when there is one; a bare call object there is
@@ -21,7 +23,7 @@
 use grail_grammar::{CharSet, Expr, GrammarBuilder};
 
 use crate::grammar::{CallOptions, THINK_OPEN, Think};
-use crate::wire::{HERMES_OPEN, MISTRAL_OPEN, WireFormat};
+use crate::wire::WireFormat;
 
 /// The characters JSON calls whitespace (and the only ones `\s` stands for here).
 pub(crate) const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
@@ -52,10 +54,9 @@ pub(crate) struct CallStart {
 impl CallStart {
     /// The start of a call in `options`' wire format.
     pub(crate) fn of(options: &CallOptions) -> CallStart {
-        let parts: Vec<Part> = match options.wire {
-            WireFormat::Hermes => HERMES_OPEN.chars().map(Part::Char).collect(),
-            WireFormat::Mistral => MISTRAL_OPEN.chars().map(Part::Char).collect(),
-            WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
+        let parts: Vec<Part> = match options.wire.marked() {
+            Some(marked) => marked.trigger.chars().map(Part::Char).collect(),
+            None => {
                 let mut parts = vec![Part::Char('{'), Part::Spaces, Part::Char('"')];
                 parts.extend(options.wire.name_key().chars().map(Part::Char));
                 parts.extend([Part::Char('"'), Part::Spaces, Part::Char(':')]);
@@ -265,10 +266,11 @@ pub(crate) fn not_first(think: Think, extra: &[char]) -> Vec<char> {
 /// The characters the calls (or a call) may start with in `options`' wire format: an
 /// answer under `auto` that starts with one is read as calls.
 pub(crate) fn call_first_chars(wire: WireFormat) -> &'static [char] {
-    match wire {
-        WireFormat::Hermes => &['<'],
-        WireFormat::Mistral => &['['],
-        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => &['{', '['],
+    match wire.marked().map(|marked| marked.trigger.chars().next()) {
+        None => &['{', '['],
+        Some(Some('[')) => &['['],
+        Some(Some('<')) => &['<'],
+        Some(other) => unreachable!("no wire's calls start with {other:?}"),
     }
 }
 
@@ -282,11 +284,7 @@ pub(crate) fn calls_begin(options: &CallOptions, answer: &str) -> Option<usize> 
         return Some(0);
     }
     let start = CallStart::of(options).find(answer)?;
-    let json_list = options.parallel()
-        && matches!(
-            options.wire,
-            WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3
-        );
+    let json_list = options.parallel() && options.wire.marked().is_none();
     if json_list {
         let before = answer[..start].trim_end_matches(JSON_SPACE);
         if before.ends_with('[') {
@@ -331,7 +329,17 @@ mod tests {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
 
-        let alphabet: Vec<char> = "{\"name:tol_c>[TOLCAS]<\n x".chars().collect();
+        let mut alphabet: Vec<char> = "{\"name:tol_c>[TOLCAS]<\n x".chars().collect();
+        // Every marked wire's trigger characters, so damaged triggers are met.
+        for wire in WireFormat::ALL {
+            alphabet.extend(
+                wire.marked()
+                    .into_iter()
+                    .flat_map(|marked| marked.trigger.chars()),
+            );
+        }
+        alphabet.sort_unstable();
+        alphabet.dedup();
         let mut rng = SmallRng::seed_from_u64(3);
         for wire in WireFormat::ALL {
             let start = CallStart::of(&options(wire, false));
@@ -349,10 +357,9 @@ mod tests {
                     .collect();
                 // Often plant a call's start, perhaps damaged.
                 if rng.random_bool(0.5) {
-                    let planted = match wire {
-                        WireFormat::Hermes => "<tool_call>".to_string(),
-                        WireFormat::Mistral => "[TOOL_CALLS]".to_string(),
-                        _ => format!("{{ \"{}\"\n:", wire.name_key()),
+                    let planted = match wire.marked() {
+                        Some(marked) => marked.trigger.to_string(),
+                        None => format!("{{ \"{}\"\n:", wire.name_key()),
                     };
                     let mut planted: Vec<char> = planted.chars().collect();
                     if rng.random_bool(0.3) {

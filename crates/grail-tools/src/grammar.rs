@@ -18,7 +18,7 @@ use crate::answer::{CallStart, call_first_chars, not_first};
 use crate::error::ToolsError;
 use crate::numbers::call_number_syntax;
 use crate::registry::{Tool, ToolRegistry};
-use crate::wire::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, WireFormat};
+use crate::wire::{MAX_INDEX_DIGITS, Marked, NamePlace, WireFormat};
 
 /// Whether and which tool the model must call (OpenAI's `tool_choice`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -163,10 +163,6 @@ pub fn tool_call_grammar(
             arguments: &tool.parameters,
         })
         .collect();
-    let keys = CallKeys {
-        name: options.wire.name_key(),
-        arguments: options.wire.arguments_key(),
-    };
     let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
         let calls = calls_expr(options, call, space);
         let body = match options.choice {
@@ -192,18 +188,35 @@ pub fn tool_call_grammar(
         numbers: call_number_syntax(&options.schema.numbers),
         ..options.schema.clone()
     };
-    let converted =
-        grail_schema::calls_to_grammar_framed(&calls, keys, &schema, "tool-call", &mut frame)
-            .map_err(|error| match error {
-                SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
-                    refusals: diagnostics
-                        .into_iter()
-                        .filter(|diagnostic| diagnostic.severity == Severity::Error)
-                        .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
-                        .collect(),
-                },
-                other => ToolsError::Options(other.to_string()),
-            })?;
+    let converted = match options.wire.marked() {
+        Some(marked) if options.wire.name_outside() => {
+            let mut write_call = |name: &str, arguments: Expr| named_call(marked, name, arguments);
+            grail_schema::named_calls_to_grammar_framed(
+                &calls,
+                &schema,
+                "tool-call",
+                &mut write_call,
+                &mut frame,
+            )
+        }
+        _ => {
+            let keys = CallKeys {
+                name: options.wire.name_key(),
+                arguments: options.wire.arguments_key(),
+            };
+            grail_schema::calls_to_grammar_framed(&calls, keys, &schema, "tool-call", &mut frame)
+        }
+    }
+    .map_err(|error| match error {
+        SchemaError::Refused { diagnostics } => ToolsError::SchemaRefused {
+            refusals: diagnostics
+                .into_iter()
+                .filter(|diagnostic| diagnostic.severity == Severity::Error)
+                .map(|diagnostic| by_tool(&tools, options.wire, diagnostic))
+                .collect(),
+        },
+        other => ToolsError::Options(other.to_string()),
+    })?;
     Ok(ToolGrammar {
         grammar: converted.grammar,
         tools: tools.iter().map(|tool| tool.name.clone()).collect(),
@@ -251,10 +264,14 @@ pub(crate) fn tool_names<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
 }
 
 /// Where a tool's arguments schema sits in the calls' schema that
-/// [`grail_schema::calls_to_grammar_framed`] documents, the pointers of its diagnostics
-/// (tool names need no escaping in a JSON pointer: they have no `/` or `~`).
+/// [`grail_schema::calls_to_grammar_framed`] (or, for a name outside the JSON,
+/// [`grail_schema::named_calls_to_grammar_framed`]) documents, the pointers of its
+/// diagnostics (tool names need no escaping in a JSON pointer: they have no `/` or `~`).
 fn arguments_place(tool: &str, wire: WireFormat) -> String {
-    format!("/$defs/{tool}/properties/{}", wire.arguments_key())
+    match wire.name_outside() {
+        true => format!("/$defs/{tool}"),
+        false => format!("/$defs/{tool}/properties/{}", wire.arguments_key()),
+    }
 }
 
 /// A diagnostic of the combined schema as (tool, diagnostic inside the tool's schema).
@@ -282,7 +299,8 @@ fn by_tool(
     (String::new(), diagnostic)
 }
 
-/// The calls as the wire format writes them, `call` being one call object.
+/// The calls as the wire format writes them, `call` being one call (an object, or on
+/// a wire that writes the name outside the JSON, the whole call: see [`named_call`]).
 fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
     let more = |separator: Expr, item: Expr| -> Expr {
         let next = Expr::sequence([separator, item]);
@@ -291,41 +309,54 @@ fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
             Some(max) => next.repeat(0, Some(max.saturating_sub(1))),
         }
     };
-    match options.wire {
-        WireFormat::Hermes => {
-            let block = Expr::sequence([
-                Expr::literal(format!("{HERMES_OPEN}\n")),
-                call,
-                Expr::literal(format!("\n{HERMES_CLOSE}")),
-            ]);
+    match options.wire.marked() {
+        Some(marked) => {
+            let call = match marked.name {
+                NamePlace::InObject => {
+                    Expr::sequence([text(marked.before), call, text(marked.after)])
+                }
+                NamePlace::Outside { .. } => call,
+            };
+            let mut items = vec![text(marked.open), call.clone()];
             if options.parallel() {
-                Expr::sequence([block.clone(), more(Expr::literal("\n"), block)])
-            } else {
-                block
+                items.push(more(text(marked.separator), call));
             }
-        }
-        WireFormat::Mistral => {
-            let mut items = vec![Expr::literal(format!("{MISTRAL_OPEN}[")), call.clone()];
-            if options.parallel() {
-                items.push(more(Expr::literal(", "), call));
-            }
-            items.push(Expr::literal("]"));
+            items.push(text(marked.close));
             Expr::sequence(items)
         }
-        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
-            if options.parallel() {
-                Expr::sequence([
-                    Expr::literal("["),
-                    space.clone(),
-                    call.clone(),
-                    more(Expr::sequence([Expr::literal(","), space.clone()]), call),
-                    space,
-                    Expr::literal("]"),
-                ])
-            } else {
-                call
-            }
-        }
+        None if options.parallel() => Expr::sequence([
+            Expr::literal("["),
+            space.clone(),
+            call.clone(),
+            more(Expr::sequence([Expr::literal(","), space.clone()]), call),
+            space,
+            Expr::literal("]"),
+        ]),
+        None => call,
+    }
+}
+
+/// One call of a wire that writes the name outside the JSON: the call's opening and
+/// the tool's name, its index where the wire numbers calls, the text before the
+/// arguments, the arguments, the call's end.
+fn named_call(marked: &Marked, name: &str, arguments: Expr) -> Expr {
+    let NamePlace::Outside { middle, indexed } = marked.name else {
+        unreachable!("only for names outside the JSON")
+    };
+    let mut items = vec![Expr::literal(format!("{}{name}", marked.before))];
+    if indexed {
+        items.push(Expr::literal(":"));
+        items.push(Expr::chars([('0', '9')]).repeat(1, Some(MAX_INDEX_DIGITS as u32)));
+    }
+    items.extend([text(middle), arguments, text(marked.after)]);
+    Expr::sequence(items)
+}
+
+/// `literal` as an expression (nothing when empty).
+fn text(literal: &'static str) -> Expr {
+    match literal {
+        "" => Expr::Empty,
+        literal => Expr::literal(literal),
     }
 }
 

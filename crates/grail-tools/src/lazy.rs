@@ -13,7 +13,6 @@ use crate::grammar::{
     CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, ToolGrammar, tool_call_grammar,
 };
 use crate::registry::ToolRegistry;
-use crate::wire::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, WireFormat};
 
 /// What starts the grammar.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,16 +77,12 @@ pub fn lazy_tool_call_grammar(
     };
     let grammar = tool_call_grammar(registry, &calls_only)?;
     let mut preserved: Vec<String> = Vec::new();
-    let triggers = match options.wire {
-        WireFormat::Hermes => {
-            preserved.extend([HERMES_OPEN.to_string(), HERMES_CLOSE.to_string()]);
-            vec![Trigger::Word(HERMES_OPEN.to_string())]
+    let triggers = match options.wire.marked() {
+        Some(marked) => {
+            preserved.extend(marked.special_tokens.iter().map(|token| token.to_string()));
+            vec![Trigger::Word(marked.trigger.to_string())]
         }
-        WireFormat::Mistral => {
-            preserved.push(MISTRAL_OPEN.to_string());
-            vec![Trigger::Word(MISTRAL_OPEN.to_string())]
-        }
-        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
+        None => {
             // JSON whitespace, as `answer.rs` reads a call's start.
             let space = r"[ \t\n\r]*";
             let object = format!(r#"\{{{space}"{}"{space}:"#, options.wire.name_key());

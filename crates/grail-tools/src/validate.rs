@@ -13,7 +13,7 @@ use crate::grammar::{CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, to
 use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
 use crate::numbers::{call_number_syntax, outside_syntax};
 use crate::registry::{Tool, ToolRegistry};
-use crate::wire::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, WireFormat};
+use crate::wire::{MAX_INDEX_DIGITS, Marked, NamePlace};
 
 /// A call read from the output, valid for its tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -342,55 +342,209 @@ fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Json>>, 
             (other, false) => Ok(vec![other]),
         }
     };
-    match options.wire {
-        WireFormat::Hermes => {
-            if !answer.starts_with(HERMES_OPEN) {
-                return Ok(None);
-            }
-            let mut calls = Vec::new();
-            let mut rest = answer;
-            while !rest.is_empty() {
-                let Some(inside) = rest.strip_prefix(HERMES_OPEN) else {
-                    return Err(malformed(format!(
-                        "only {HERMES_OPEN} blocks may follow a tool call, found: {}",
-                        preview(rest)
-                    )));
-                };
-                let (call, end) =
-                    json_read::read_prefix(inside).map_err(|error| read_fault(options, error))?;
-                let after = &inside[end..];
-                let Some(after) = after.strip_prefix(HERMES_CLOSE) else {
-                    return Err(match after.is_empty() || HERMES_CLOSE.starts_with(after) {
-                        true => read_fault(options, ReadError::Truncated),
-                        false => malformed(format!(
-                            "a {HERMES_OPEN} block holds one call and ends with {HERMES_CLOSE}, found: {}",
-                            preview(after)
-                        )),
-                    });
-                };
-                calls.push(call);
-                rest = after.trim_start_matches(JSON_SPACE);
-            }
-            Ok(Some(calls))
+    match options.wire.marked() {
+        Some(marked) => read_marked(options, marked, answer),
+        None if answer.starts_with('{') || answer.starts_with('[') => {
+            Ok(Some(as_list(parse(answer)?)?))
         }
-        WireFormat::Mistral => match answer.strip_prefix(MISTRAL_OPEN) {
-            Some(list) => match parse(list)? {
-                Json::Array(items) => Ok(Some(items)),
-                _ => Err(malformed(format!(
-                    "after {MISTRAL_OPEN} the calls are a JSON list: {}",
-                    example(options)
-                ))),
-            },
-            None => Ok(None),
-        },
-        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => {
-            if answer.starts_with('{') || answer.starts_with('[') {
-                Ok(Some(as_list(parse(answer)?)?))
-            } else {
-                Ok(None)
+        None => Ok(None),
+    }
+}
+
+/// The calls of an answer in a marked wire format (see `wire.rs`), each as a call object
+/// (a name written outside the JSON goes under the wire's name key, beside the
+/// arguments); `None` when the answer does not start with the format's trigger.
+/// Whitespace in and before a marker is read as layout.
+fn read_marked(
+    options: &CallOptions,
+    marked: &Marked,
+    answer: &str,
+) -> Result<Option<Vec<Json>>, CallFault> {
+    if !answer.starts_with(marked.trigger) {
+        return Ok(None);
+    }
+    let truncated = || read_fault(options, ReadError::Truncated);
+    let malformed = |expected: String, found: &str| {
+        CallFault::one(
+            "call-malformed",
+            None,
+            format!(
+                "{expected}, found: {}; write the calls as {}",
+                preview(found),
+                example(options)
+            ),
+        )
+    };
+    let mut rest = match after_marker(answer, marked.open) {
+        MarkerRead::Found(rest) => rest,
+        MarkerRead::Truncated => return Err(truncated()),
+        MarkerRead::Absent => {
+            return Err(malformed(
+                format!("the calls open with {:?}", marked.open),
+                answer,
+            ));
+        }
+    };
+    // A list written empty.
+    if !marked.close.is_empty()
+        && let MarkerRead::Found(after) = after_marker(rest, marked.close)
+        && after.trim_matches(JSON_SPACE).is_empty()
+    {
+        return Ok(Some(Vec::new()));
+    }
+    let next_call = format!("{}{}", marked.separator, marked.before);
+    let mut calls = Vec::new();
+    loop {
+        let (call, after) = read_marked_call(options, marked, rest, calls.is_empty())?;
+        calls.push(call);
+        rest = after;
+        match after_marker(rest, &next_call) {
+            MarkerRead::Found(_) => continue,
+            MarkerRead::Truncated if rest.trim_matches(JSON_SPACE).is_empty() => {
+                if marked.close.is_empty() {
+                    return Ok(Some(calls));
+                }
+                return Err(truncated());
             }
+            MarkerRead::Truncated => return Err(truncated()),
+            MarkerRead::Absent => {}
+        }
+        return match after_marker(rest, marked.close) {
+            MarkerRead::Found(after) if after.trim_matches(JSON_SPACE).is_empty() => {
+                Ok(Some(calls))
+            }
+            MarkerRead::Truncated => Err(truncated()),
+            _ => Err(malformed(
+                match marked.close {
+                    "" => format!(
+                        "only another call ({:?}) may follow a tool call",
+                        next_call.trim_matches(JSON_SPACE)
+                    ),
+                    close => format!(
+                        "after a tool call come another ({:?}) or the end of the calls ({close:?})",
+                        next_call.trim_matches(JSON_SPACE)
+                    ),
+                },
+                rest,
+            )),
+        };
+    }
+}
+
+/// One call of a marked wire format at the start of `text` (after the separator before
+/// it, unless it is the `first`), and the text after it.
+fn read_marked_call<'t>(
+    options: &CallOptions,
+    marked: &Marked,
+    text: &'t str,
+    first: bool,
+) -> Result<(Json, &'t str), CallFault> {
+    let truncated = || read_fault(options, ReadError::Truncated);
+    let expect = |text: &'t str, marker: &str| -> Result<&'t str, CallFault> {
+        match after_marker(text, marker) {
+            MarkerRead::Found(rest) => Ok(rest),
+            MarkerRead::Truncated => Err(truncated()),
+            MarkerRead::Absent => Err(CallFault::one(
+                "call-malformed",
+                None,
+                format!(
+                    "expected {marker:?} in the tool call, found: {}; write the calls as {}",
+                    preview(text),
+                    example(options)
+                ),
+            )),
+        }
+    };
+    let before = match first {
+        true => marked.before.to_string(),
+        false => format!("{}{}", marked.separator, marked.before),
+    };
+    let rest = expect(text, &before)?;
+    let (call, rest) = match marked.name {
+        NamePlace::InObject => {
+            let (call, end) =
+                json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
+            (call, &rest[end..])
+        }
+        NamePlace::Outside { middle, indexed } => {
+            let name_end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+                .unwrap_or(rest.len());
+            let (name, mut rest) = rest.split_at(name_end);
+            if rest.is_empty() {
+                return Err(truncated());
+            }
+            if name.is_empty() {
+                return Err(CallFault::one(
+                    "call-malformed",
+                    None,
+                    format!(
+                        "the tool's name comes after {:?}, found: {}; write the calls as {}",
+                        marked.before,
+                        preview(rest),
+                        example(options)
+                    ),
+                ));
+            }
+            if indexed {
+                rest = expect(rest, ":")?;
+                let digits = rest
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len());
+                if digits == 0 || digits > MAX_INDEX_DIGITS {
+                    return Err(CallFault::one(
+                        "call-malformed",
+                        None,
+                        format!(
+                            "the tool's name is followed by `:` and the call's index (up to {MAX_INDEX_DIGITS} digits), found: {}",
+                            preview(rest)
+                        ),
+                    ));
+                }
+                rest = &rest[digits..];
+            }
+            let rest = expect(rest, middle)?;
+            let (arguments, end) =
+                json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
+            let call = Json::Object(vec![
+                (
+                    options.wire.name_key().to_string(),
+                    Json::String(name.to_string()),
+                ),
+                (options.wire.arguments_key().to_string(), arguments),
+            ]);
+            (call, &rest[end..])
+        }
+    };
+    Ok((call, expect(rest, marked.after)?))
+}
+
+/// What reading a marker at the start of a text found.
+enum MarkerRead<'t> {
+    /// The marker, and the text after it.
+    Found(&'t str),
+    /// The text ends inside the marker.
+    Truncated,
+    /// Something else.
+    Absent,
+}
+
+/// `text` after `marker`, where whitespace in the marker and before it matches any run
+/// of JSON whitespace (or none).
+fn after_marker<'t>(text: &'t str, marker: &str) -> MarkerRead<'t> {
+    let mut rest = text;
+    for expected in marker.chars() {
+        rest = rest.trim_start_matches(JSON_SPACE);
+        if JSON_SPACE.contains(&expected) {
+            continue;
+        }
+        match rest.strip_prefix(expected) {
+            Some(after) => rest = after,
+            None if rest.is_empty() => return MarkerRead::Truncated,
+            None => return MarkerRead::Absent,
         }
     }
+    MarkerRead::Found(rest)
 }
 
 /// One call checked against its tool.
@@ -704,18 +858,9 @@ fn call_id(name: &str, arguments: &str, index: usize) -> String {
 /// How the calls look in the wire format, for messages (a list when several may be
 /// written).
 fn example(options: &CallOptions) -> String {
-    let wire = options.wire;
-    let call = format!(
-        "{{\"{}\": \"<tool>\", \"{}\": {{...}}}}",
-        wire.name_key(),
-        wire.arguments_key()
-    );
-    match wire {
-        WireFormat::Hermes => format!("{HERMES_OPEN}\n{call}\n{HERMES_CLOSE}"),
-        WireFormat::Mistral => format!("{MISTRAL_OPEN}[{call}]"),
-        _ if options.parallel() => format!("[{call}]"),
-        _ => call,
-    }
+    options
+        .wire
+        .write_calls(&[("<tool>", "{...}")], options.parallel())
 }
 
 /// The start of some text, for messages.

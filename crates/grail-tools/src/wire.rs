@@ -1,4 +1,14 @@
 //! The wire formats models write tool calls in.
+//!
+//! Two layouts cover them. The JSON wires (`openai`, `tool-args`, `llama3`) write a call
+//! as a bare JSON object, several as a JSON list. Every other format is *marked*
+//! ([`Marked`]): fixed texts (most of them a model's special tokens) open the calls,
+//! wrap each call and separate them, and a call is either a JSON object with name and
+//! arguments keys (Hermes, Mistral's list, Granite, Llama's `<|python_tag|>`) or the
+//! tool's name written outside the JSON, before its arguments (Mistral v11's
+//! `[TOOL_CALLS]name[ARGS]{…}`, DeepSeek's and Kimi K2's tokens). The grammar, the
+//! validator, the `auto` answer's call start, the lazy grammar's trigger and the
+//! examples in messages are all read from this one description.
 
 /// How a model writes a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -9,48 +19,240 @@ pub enum WireFormat {
     OpenAi,
     /// `{"tool": "get_weather", "args": {…}}`. Several calls: a JSON array.
     ToolArgs,
-    /// Hermes and Qwen: `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`.
+    /// Hermes and Qwen 2.5–3: `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`.
     /// Several calls: one block each, separated by a newline.
     Hermes,
-    /// Llama 3.x: `{"name": …, "parameters": {…}}`. Several calls: a JSON array.
+    /// Llama 3.1–3.3 as their templates teach custom tools: `{"name": …, "parameters":
+    /// {…}}`. Several calls: a JSON array.
     Llama3,
-    /// Mistral: `[TOOL_CALLS][{"name": …, "arguments": {…}}]` (always a list; the marker
-    /// written as text).
+    /// Llama 3.1–3.3 after the `<|python_tag|>` token: `<|python_tag|>{"name": …,
+    /// "parameters": {…}}`; several calls separated by `; `.
+    Llama3PythonTag,
+    /// Mistral before v11: `[TOOL_CALLS][{"name": …, "arguments": {…}}]` (always a list).
     Mistral,
+    /// Mistral v11 and later (Mistral Small 3.2, Magistral, Devstral):
+    /// `[TOOL_CALLS]get_weather[ARGS]{…}`, the marker again before each further call.
+    MistralV11,
+    /// DeepSeek V3 and R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`,
+    /// the arguments in a fenced JSON block, `<｜tool▁call▁end｜>` after each call and
+    /// `<｜tool▁calls▁end｜>` after the last.
+    DeepSeek,
+    /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:INDEX
+    /// <|tool_call_argument_begin|>{…}<|tool_call_end|>` (no space before the argument
+    /// token), `<|tool_calls_section_end|>` after the last.
+    KimiK2,
+    /// IBM Granite 3: `<|tool_call|>[{"name": …, "arguments": {…}}]` (always a list).
+    Granite,
 }
+
+/// The layout of a marked wire format (see the module doc): `open`, then the calls
+/// separated by `separator`, then `close`; each call is `before`, the call, `after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Marked {
+    /// What starts the calls in an answer: an `auto` answer's text never contains it,
+    /// and a lazy grammar waits for it. The start of `open`, or of `before` when `open`
+    /// is empty.
+    pub trigger: &'static str,
+    /// Before the first call (once).
+    pub open: &'static str,
+    /// Between two calls.
+    pub separator: &'static str,
+    /// After the last call.
+    pub close: &'static str,
+    /// Before each call.
+    pub before: &'static str,
+    /// Where the tool's name is written.
+    pub name: NamePlace,
+    /// After each call.
+    pub after: &'static str,
+    /// The markers a model's tokenizer holds as special tokens (kept as text by
+    /// llama-server's `preserved_tokens`).
+    pub special_tokens: &'static [&'static str],
+}
+
+/// Where a marked call writes its tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NamePlace {
+    /// Inside a JSON object, under the wire's name key, beside its arguments key.
+    InObject,
+    /// Before the arguments, outside the JSON: the name, then `:` and the call's index
+    /// when `indexed` (Kimi K2's `functions.NAME:0`), then `middle`, then the arguments'
+    /// JSON.
+    Outside {
+        /// After the name (and the index).
+        middle: &'static str,
+        /// Whether `:` and the call's decimal index follow the name.
+        indexed: bool,
+    },
+}
+
+/// The most digits of a call index in Kimi K2's `functions.NAME:INDEX`.
+pub(crate) const MAX_INDEX_DIGITS: usize = 4;
+
+/// Hermes' opening tag.
+pub(crate) const HERMES_OPEN: &str = "<tool_call>";
+/// Hermes' closing tag.
+pub(crate) const HERMES_CLOSE: &str = "</tool_call>";
+/// Mistral's marker before the calls.
+pub(crate) const MISTRAL_OPEN: &str = "[TOOL_CALLS]";
+
+const HERMES: Marked = Marked {
+    trigger: HERMES_OPEN,
+    open: "",
+    separator: "\n",
+    close: "",
+    before: "<tool_call>\n",
+    name: NamePlace::InObject,
+    after: "\n</tool_call>",
+    special_tokens: &[HERMES_OPEN, HERMES_CLOSE],
+};
+
+const LLAMA3_PYTHON_TAG: Marked = Marked {
+    trigger: "<|python_tag|>",
+    open: "<|python_tag|>",
+    separator: "; ",
+    close: "",
+    before: "",
+    name: NamePlace::InObject,
+    after: "",
+    special_tokens: &["<|python_tag|>"],
+};
+
+const MISTRAL: Marked = Marked {
+    trigger: MISTRAL_OPEN,
+    open: "[TOOL_CALLS][",
+    separator: ", ",
+    close: "]",
+    before: "",
+    name: NamePlace::InObject,
+    after: "",
+    special_tokens: &[MISTRAL_OPEN],
+};
+
+const MISTRAL_V11: Marked = Marked {
+    trigger: MISTRAL_OPEN,
+    open: "",
+    separator: "",
+    close: "",
+    before: MISTRAL_OPEN,
+    name: NamePlace::Outside {
+        middle: "[ARGS]",
+        indexed: false,
+    },
+    after: "",
+    special_tokens: &[MISTRAL_OPEN, "[ARGS]"],
+};
+
+const DEEPSEEK: Marked = Marked {
+    trigger: "<｜tool▁calls▁begin｜>",
+    open: "<｜tool▁calls▁begin｜>",
+    separator: "\n",
+    close: "<｜tool▁calls▁end｜>",
+    before: "<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
+    name: NamePlace::Outside {
+        middle: "\n```json\n",
+        indexed: false,
+    },
+    after: "\n```<｜tool▁call▁end｜>",
+    special_tokens: &[
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁sep｜>",
+    ],
+};
+
+const KIMI_K2: Marked = Marked {
+    trigger: "<|tool_calls_section_begin|>",
+    open: "<|tool_calls_section_begin|>",
+    separator: "",
+    close: "<|tool_calls_section_end|>",
+    before: "<|tool_call_begin|>functions.",
+    name: NamePlace::Outside {
+        middle: "<|tool_call_argument_begin|>",
+        indexed: true,
+    },
+    after: "<|tool_call_end|>",
+    special_tokens: &[
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+    ],
+};
+
+const GRANITE: Marked = Marked {
+    trigger: "<|tool_call|>",
+    open: "<|tool_call|>[",
+    separator: ", ",
+    close: "]",
+    before: "",
+    name: NamePlace::InObject,
+    after: "",
+    special_tokens: &["<|tool_call|>"],
+};
 
 impl WireFormat {
     /// Every format, in the order of their labels.
-    pub const ALL: [WireFormat; 5] = [
+    pub const ALL: [WireFormat; 10] = [
         WireFormat::OpenAi,
         WireFormat::ToolArgs,
         WireFormat::Hermes,
         WireFormat::Llama3,
+        WireFormat::Llama3PythonTag,
         WireFormat::Mistral,
+        WireFormat::MistralV11,
+        WireFormat::DeepSeek,
+        WireFormat::KimiK2,
+        WireFormat::Granite,
     ];
 
-    /// The format's label (`openai`, `tool-args`, `hermes`, `llama3`, `mistral`).
+    /// The format's label (`openai`, `tool-args`, `hermes`, `llama3`,
+    /// `llama3-python-tag`, `mistral`, `mistral-v11`, `deepseek`, `kimi-k2`, `granite`).
     pub fn label(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",
             WireFormat::ToolArgs => "tool-args",
             WireFormat::Hermes => "hermes",
             WireFormat::Llama3 => "llama3",
+            WireFormat::Llama3PythonTag => "llama3-python-tag",
             WireFormat::Mistral => "mistral",
+            WireFormat::MistralV11 => "mistral-v11",
+            WireFormat::DeepSeek => "deepseek",
+            WireFormat::KimiK2 => "kimi-k2",
+            WireFormat::Granite => "granite",
         }
     }
 
     /// The format a model's chat template teaches, from the markers its tool section
-    /// writes: `[TOOL_CALLS]` (Mistral), `<tool_call>` (Hermes, Qwen), or an `ipython`
-    /// role with Llama 3's headers (Llama 3.1–3.3 JSON calls). None when the template
-    /// shows none of them (SmolLM2's, or a family Grail does not know yet).
+    /// writes (see docs/tool-calling.md's table): Kimi K2's and DeepSeek's call tokens,
+    /// Granite's `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on),
+    /// Hermes' and Qwen's `<tool_call>`, and Llama 3.1–3.3's `ipython` role (with the
+    /// `<|python_tag|>` form when the template writes calls after that token). None when
+    /// the template shows none of them (SmolLM2's, or a family Grail does not know yet).
     pub fn detect_from_template(template: &str) -> Option<WireFormat> {
-        if template.contains("[TOOL_CALLS]") {
+        let has = |marker: &str| template.contains(marker);
+        if has("<|tool_calls_section_begin|>") {
+            Some(WireFormat::KimiK2)
+        } else if has("tool▁calls▁begin") {
+            Some(WireFormat::DeepSeek)
+        } else if has("<|tool_call|>") {
+            Some(WireFormat::Granite)
+        } else if has("[TOOL_CALLS]") && has("[ARGS]") {
+            Some(WireFormat::MistralV11)
+        } else if has("[TOOL_CALLS]") {
             Some(WireFormat::Mistral)
-        } else if template.contains("<tool_call>") {
+        } else if has("<tool_call>") {
             Some(WireFormat::Hermes)
-        } else if template.contains("<|start_header_id|>") && template.contains("ipython") {
-            Some(WireFormat::Llama3)
+        } else if has("<|start_header_id|>") && has("ipython") {
+            // Llama 3.1's template writes every call after `<|python_tag|>` when it
+            // renders calls with it; 3.2's and 3.3's write custom calls as bare JSON.
+            match has("'<|python_tag|>' + tool_call") || has("\"<|python_tag|>\" + tool_call") {
+                true => Some(WireFormat::Llama3PythonTag),
+                false => Some(WireFormat::Llama3),
+            }
         } else {
             None
         }
@@ -63,7 +265,8 @@ impl WireFormat {
             .find(|format| format.label() == label)
     }
 
-    /// The key of the tool's name in a call object.
+    /// The key of the tool's name in a call object (in the formats that write the name
+    /// outside the JSON, the key of the call objects the validator reads them into).
     pub fn name_key(self) -> &'static str {
         match self {
             WireFormat::ToolArgs => "tool",
@@ -71,11 +274,11 @@ impl WireFormat {
         }
     }
 
-    /// The key of the arguments in a call object.
+    /// The key of the arguments in a call object (see [`WireFormat::name_key`]).
     pub fn arguments_key(self) -> &'static str {
         match self {
             WireFormat::ToolArgs => "args",
-            WireFormat::Llama3 => "parameters",
+            WireFormat::Llama3 | WireFormat::Llama3PythonTag => "parameters",
             _ => "arguments",
         }
     }
@@ -83,17 +286,157 @@ impl WireFormat {
     /// The text that opens the calls (what a lazy grammar waits for), when the format
     /// has one.
     pub fn opening(self) -> Option<&'static str> {
+        self.marked().map(|marked| marked.trigger)
+    }
+
+    /// The format's markers that models hold as special tokens (empty for the JSON
+    /// wires).
+    pub fn special_tokens(self) -> &'static [&'static str] {
+        self.marked().map_or(&[], |marked| marked.special_tokens)
+    }
+
+    /// The layout of a marked format; `None` for the JSON wires.
+    pub(crate) fn marked(self) -> Option<&'static Marked> {
         match self {
-            WireFormat::Hermes => Some(HERMES_OPEN),
-            WireFormat::Mistral => Some(MISTRAL_OPEN),
-            _ => None,
+            WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => None,
+            WireFormat::Hermes => Some(&HERMES),
+            WireFormat::Llama3PythonTag => Some(&LLAMA3_PYTHON_TAG),
+            WireFormat::Mistral => Some(&MISTRAL),
+            WireFormat::MistralV11 => Some(&MISTRAL_V11),
+            WireFormat::DeepSeek => Some(&DEEPSEEK),
+            WireFormat::KimiK2 => Some(&KIMI_K2),
+            WireFormat::Granite => Some(&GRANITE),
         }
+    }
+
+    /// True when the tool's name is written outside the JSON of its arguments.
+    pub(crate) fn name_outside(self) -> bool {
+        matches!(
+            self.marked().map(|marked| marked.name),
+            Some(NamePlace::Outside { .. })
+        )
+    }
+
+    /// `calls` (each a tool's name and its arguments as JSON text) as this format writes
+    /// them, as Grail's grammar would have them written: a list on the JSON wires when
+    /// `list` (or there are several), the markers of the others. For prompts that show
+    /// earlier calls, and for examples in messages.
+    pub fn write_calls(self, calls: &[(&str, &str)], list: bool) -> String {
+        let object = |name: &str, arguments: &str| {
+            format!(
+                "{{\"{}\": {}, \"{}\": {arguments}}}",
+                self.name_key(),
+                serde_json::Value::String(name.to_string()),
+                self.arguments_key()
+            )
+        };
+        let Some(marked) = self.marked() else {
+            let objects: Vec<String> = calls
+                .iter()
+                .map(|(name, arguments)| object(name, arguments))
+                .collect();
+            return match (list || objects.len() > 1, objects.as_slice()) {
+                (false, [one]) => one.clone(),
+                _ => format!("[{}]", objects.join(", ")),
+            };
+        };
+        let written: Vec<String> = calls
+            .iter()
+            .enumerate()
+            .map(|(index, (name, arguments))| {
+                let call = match marked.name {
+                    NamePlace::InObject => object(name, arguments),
+                    NamePlace::Outside { middle, indexed } => {
+                        let index = match indexed {
+                            true => format!(":{index}"),
+                            false => String::new(),
+                        };
+                        format!("{name}{index}{middle}{arguments}")
+                    }
+                };
+                format!("{}{call}{}", marked.before, marked.after)
+            })
+            .collect();
+        format!(
+            "{}{}{}",
+            marked.open,
+            written.join(marked.separator),
+            marked.close
+        )
     }
 }
 
-/// Hermes' opening tag, with the newline after it.
-pub(crate) const HERMES_OPEN: &str = "<tool_call>";
-/// Hermes' closing tag.
-pub(crate) const HERMES_CLOSE: &str = "</tool_call>";
-/// Mistral's marker before the list of calls.
-pub(crate) const MISTRAL_OPEN: &str = "[TOOL_CALLS]";
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_name_one_format_each() {
+        for format in WireFormat::ALL {
+            assert_eq!(WireFormat::from_label(format.label()), Some(format));
+        }
+        assert_eq!(WireFormat::from_label("auto"), None);
+    }
+
+    #[test]
+    fn each_marked_format_starts_with_its_trigger() {
+        for format in WireFormat::ALL {
+            let Some(marked) = format.marked() else {
+                continue;
+            };
+            let start = match marked.open {
+                "" => marked.before,
+                open => open,
+            };
+            assert!(start.starts_with(marked.trigger), "{format:?}");
+            // The call start's automaton needs a first character found nowhere else in
+            // the trigger (see `answer.rs`).
+            let first = marked.trigger.chars().next().unwrap();
+            assert_eq!(marked.trigger.matches(first).count(), 1, "{format:?}");
+            let written = format.write_calls(&[("f", "{}")], false);
+            assert!(written.starts_with(marked.trigger), "{written}");
+        }
+    }
+
+    #[test]
+    fn calls_are_written_as_each_format_writes_them() {
+        let calls = [("a", r#"{"x": 1}"#), ("b", "{}")];
+        let cases = [
+            (
+                WireFormat::OpenAi,
+                r#"[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]"#,
+            ),
+            (
+                WireFormat::Hermes,
+                "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>",
+            ),
+            (
+                WireFormat::Llama3PythonTag,
+                r#"<|python_tag|>{"name": "a", "parameters": {"x": 1}}; {"name": "b", "parameters": {}}"#,
+            ),
+            (
+                WireFormat::MistralV11,
+                r#"[TOOL_CALLS]a[ARGS]{"x": 1}[TOOL_CALLS]b[ARGS]{}"#,
+            ),
+            (
+                WireFormat::DeepSeek,
+                "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>a\n```json\n{\"x\": 1}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>b\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            ),
+            (
+                WireFormat::KimiK2,
+                r#"<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>{"x": 1}<|tool_call_end|><|tool_call_begin|>functions.b:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"#,
+            ),
+            (
+                WireFormat::Granite,
+                r#"<|tool_call|>[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]"#,
+            ),
+        ];
+        for (format, expected) in cases {
+            assert_eq!(format.write_calls(&calls, true), expected, "{format:?}");
+        }
+        assert_eq!(
+            WireFormat::Llama3.write_calls(&calls[..1], false),
+            r#"{"name": "a", "parameters": {"x": 1}}"#
+        );
+    }
+}

@@ -52,30 +52,68 @@ fn render(output: &Value, options: &CallOptions) -> String {
         return text;
     }
     let wire = options.wire;
-    let calls: Vec<String> = output["calls"]
+    let calls: Vec<(&str, String)> = output["calls"]
         .as_array()
         .expect("an output has `text` or `calls`")
         .iter()
         .map(|call| {
-            let mut object = serde_json::Map::new();
-            object.insert(wire.name_key().into(), call["name"].clone());
-            object.insert(wire.arguments_key().into(), call["arguments"].clone());
-            Value::Object(object).to_string()
+            (
+                call["name"].as_str().unwrap(),
+                call["arguments"].to_string(),
+            )
+        })
+        .collect();
+    let objects: Vec<String> = calls
+        .iter()
+        .map(|(name, arguments)| {
+            format!(
+                r#"{{"{}":"{name}","{}":{arguments}}}"#,
+                wire.name_key(),
+                wire.arguments_key()
+            )
         })
         .collect();
     let several = calls.len() > 1 || options.parallel();
-    match wire {
-        WireFormat::Hermes => {
-            let blocks: Vec<String> = calls
+    // Each format as its model family writes it (see docs/tool-calling.md).
+    let written = match wire {
+        WireFormat::Hermes => objects
+            .iter()
+            .map(|call| format!("<tool_call>\n{call}\n</tool_call>"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        WireFormat::Mistral => format!("[TOOL_CALLS][{}]", objects.join(", ")),
+        WireFormat::Granite => format!("<|tool_call|>[{}]", objects.join(", ")),
+        WireFormat::Llama3PythonTag => format!("<|python_tag|>{}", objects.join("; ")),
+        WireFormat::MistralV11 => calls
+            .iter()
+            .map(|(name, arguments)| format!("[TOOL_CALLS]{name}[ARGS]{arguments}"))
+            .collect(),
+        WireFormat::DeepSeek => format!(
+            "<｜tool▁calls▁begin｜>{}<｜tool▁calls▁end｜>",
+            calls
                 .iter()
-                .map(|call| format!("<tool_call>\n{call}\n</tool_call>"))
-                .collect();
-            text.push_str(&blocks.join("\n"));
+                .map(|(name, arguments)| format!(
+                    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{arguments}\n```<｜tool▁call▁end｜>"
+                ))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+        WireFormat::KimiK2 => format!(
+            "<|tool_calls_section_begin|>{}<|tool_calls_section_end|>",
+            calls
+                .iter()
+                .enumerate()
+                .map(|(index, (name, arguments))| format!(
+                    "<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{arguments}<|tool_call_end|>"
+                ))
+                .collect::<String>()
+        ),
+        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 if several => {
+            format!("[{}]", objects.join(","))
         }
-        WireFormat::Mistral => text.push_str(&format!("[TOOL_CALLS][{}]", calls.join(", "))),
-        _ if several => text.push_str(&format!("[{}]", calls.join(","))),
-        _ => text.push_str(&calls[0]),
-    }
+        WireFormat::OpenAi | WireFormat::ToolArgs | WireFormat::Llama3 => objects[0].clone(),
+    };
+    text.push_str(&written);
     text
 }
 

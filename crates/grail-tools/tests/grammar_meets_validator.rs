@@ -51,19 +51,10 @@ fn verdicts(options: &CallOptions, text: &str) -> (bool, Result<grail_tools::Che
     (matched, checked)
 }
 
-/// A call of `tool` in `wire`, written as that format writes it.
+/// A call of `tool` in `wire`, written as that format writes it (the formats' shapes
+/// are pinned apart, in `cases.rs`).
 fn call(wire: WireFormat, tool: &str, arguments: &str, parallel: bool) -> String {
-    let object = format!(
-        r#"{{"{}": "{tool}", "{}": {arguments}}}"#,
-        wire.name_key(),
-        wire.arguments_key()
-    );
-    match wire {
-        WireFormat::Hermes => format!("<tool_call>\n{object}\n</tool_call>"),
-        WireFormat::Mistral => format!("[TOOL_CALLS][{object}]"),
-        _ if parallel => format!("[{object}]"),
-        _ => object,
-    }
+    wire.write_calls(&[(tool, arguments)], parallel)
 }
 
 const JSON_WIRES: [WireFormat; 3] = [WireFormat::OpenAi, WireFormat::ToolArgs, WireFormat::Llama3];
@@ -81,6 +72,7 @@ fn an_empty_list_of_calls_is_refused_by_both() {
             (WireFormat::ToolArgs, "[ ]"),
             (WireFormat::Llama3, "[]"),
             (WireFormat::Mistral, "[TOOL_CALLS][]"),
+            (WireFormat::Granite, "<|tool_call|>[ ]"),
         ] {
             for parallel in [true, false] {
                 let options = options(wire, choice.clone(), parallel);
