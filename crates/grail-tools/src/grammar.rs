@@ -18,7 +18,9 @@ use crate::answer::{CallStart, call_first_chars, not_first};
 use crate::error::ToolsError;
 use crate::numbers::call_number_syntax;
 use crate::registry::{Tool, ToolRegistry};
-use crate::wire::{MAX_INDEX_DIGITS, Marked, NamePlace, WireFormat};
+use crate::wire::{
+    CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace, WireFormat,
+};
 
 /// Whether and which tool the model must call (OpenAI's `tool_choice`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -337,16 +339,24 @@ fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
 }
 
 /// One call of a wire that writes the name outside the JSON: the call's opening and
-/// the tool's name, its index where the wire numbers calls, the text before the
+/// the tool's name, its tag (an index, an id) where the wire writes one, the text before the
 /// arguments, the arguments, the call's end.
 fn named_call(marked: &Marked, name: &str, arguments: Expr) -> Expr {
-    let NamePlace::Outside { middle, indexed } = marked.name else {
+    let NamePlace::Outside { middle, tag } = marked.name else {
         unreachable!("only for names outside the JSON")
     };
     let mut items = vec![Expr::literal(format!("{}{name}", marked.before))];
-    if indexed {
-        items.push(Expr::literal(":"));
-        items.push(Expr::chars([('0', '9')]).repeat(1, Some(MAX_INDEX_DIGITS as u32)));
+    match tag {
+        CallTag::None => {}
+        CallTag::Index => {
+            items.push(Expr::literal(":"));
+            items.push(Expr::chars([('0', '9')]).repeat(1, Some(MAX_INDEX_DIGITS as u32)));
+        }
+        CallTag::OptionalId => {
+            let id = Expr::chars([('0', '9'), ('A', 'Z'), ('a', 'z')])
+                .repeat(CALL_ID_LEN as u32, Some(CALL_ID_LEN as u32));
+            items.push(Expr::sequence([Expr::literal(CALL_ID_MARKER), id]).optional());
+        }
     }
     items.extend([text(middle), arguments, text(marked.after)]);
     Expr::sequence(items)

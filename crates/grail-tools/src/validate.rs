@@ -13,7 +13,7 @@ use crate::grammar::{CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, to
 use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
 use crate::numbers::{call_number_syntax, outside_syntax};
 use crate::registry::{Tool, ToolRegistry};
-use crate::wire::{MAX_INDEX_DIGITS, Marked, NamePlace};
+use crate::wire::{CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace};
 
 /// A call read from the output, valid for its tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -466,7 +466,7 @@ fn read_marked_call<'t>(
                 json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
             (call, &rest[end..])
         }
-        NamePlace::Outside { middle, indexed } => {
+        NamePlace::Outside { middle, tag } => {
             let name_end = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
                 .unwrap_or(rest.len());
@@ -486,23 +486,7 @@ fn read_marked_call<'t>(
                     ),
                 ));
             }
-            if indexed {
-                rest = expect(rest, ":")?;
-                let digits = rest
-                    .find(|c: char| !c.is_ascii_digit())
-                    .unwrap_or(rest.len());
-                if digits == 0 || digits > MAX_INDEX_DIGITS {
-                    return Err(CallFault::one(
-                        "call-malformed",
-                        None,
-                        format!(
-                            "the tool's name is followed by `:` and the call's index (up to {MAX_INDEX_DIGITS} digits), found: {}",
-                            preview(rest)
-                        ),
-                    ));
-                }
-                rest = &rest[digits..];
-            }
+            rest = read_call_tag(options, tag, rest)?;
             let rest = expect(rest, middle)?;
             let (arguments, end) =
                 json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
@@ -517,6 +501,57 @@ fn read_marked_call<'t>(
         }
     };
     Ok((call, expect(rest, marked.after)?))
+}
+
+/// The text after a call's tag (see [`CallTag`]) at the start of `text`.
+fn read_call_tag<'t>(
+    options: &CallOptions,
+    tag: CallTag,
+    text: &'t str,
+) -> Result<&'t str, CallFault> {
+    let (marker, length, what) = match tag {
+        CallTag::None => return Ok(text),
+        CallTag::Index => (":", 1..=MAX_INDEX_DIGITS, "the call's index"),
+        CallTag::OptionalId => (CALL_ID_MARKER, CALL_ID_LEN..=CALL_ID_LEN, "the call's id"),
+    };
+    let rest = match after_marker(text, marker) {
+        MarkerRead::Found(rest) => rest,
+        MarkerRead::Truncated => return Err(read_fault(options, ReadError::Truncated)),
+        MarkerRead::Absent if tag == CallTag::OptionalId => return Ok(text),
+        MarkerRead::Absent => {
+            return Err(CallFault::one(
+                "call-malformed",
+                None,
+                format!(
+                    "the tool's name is followed by `{marker}` and {what}, found: {}",
+                    preview(text)
+                ),
+            ));
+        }
+    };
+    let digits_only = tag == CallTag::Index;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || (!digits_only && c.is_ascii_alphabetic())))
+        .unwrap_or(rest.len());
+    if !length.contains(&end) {
+        return Err(CallFault::one(
+            "call-malformed",
+            None,
+            format!(
+                "`{marker}` is followed by {what} ({} {}), found: {}",
+                match length.start() == length.end() {
+                    true => format!("{}", length.start()),
+                    false => format!("up to {}", length.end()),
+                },
+                match digits_only {
+                    true => "digits",
+                    false => "letters and digits",
+                },
+                preview(rest)
+            ),
+        ));
+    }
+    Ok(&rest[end..])
 }
 
 /// What reading a marker at the start of a text found.

@@ -31,12 +31,16 @@ pub enum WireFormat {
     /// Mistral before v11: `[TOOL_CALLS][{"name": …, "arguments": {…}}]` (always a list).
     Mistral,
     /// Mistral v11 and later (Mistral Small 3.2, Magistral, Devstral):
-    /// `[TOOL_CALLS]get_weather[ARGS]{…}`, the marker again before each further call.
+    /// `[TOOL_CALLS]get_weather[ARGS]{…}`, the marker again before each further call; the
+    /// v11 tokenizer's `[CALL_ID]` and a nine-character id may come before `[ARGS]`.
     MistralV11,
     /// DeepSeek V3 and R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`,
-    /// the arguments in a fenced JSON block, `<｜tool▁call▁end｜>` after each call and
-    /// `<｜tool▁calls▁end｜>` after the last.
+    /// the arguments in a fenced JSON block, `<｜tool▁call▁end｜>` after each call (a
+    /// newline between calls) and `<｜tool▁calls▁end｜>` after the last.
     DeepSeek,
+    /// DeepSeek V3.1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`,
+    /// calls one after another, `<｜tool▁calls▁end｜>` after the last.
+    DeepSeekV31,
     /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:INDEX
     /// <|tool_call_argument_begin|>{…}<|tool_call_end|>` (no space before the argument
     /// token), `<|tool_calls_section_end|>` after the last.
@@ -75,19 +79,35 @@ pub(crate) struct Marked {
 pub(crate) enum NamePlace {
     /// Inside a JSON object, under the wire's name key, beside its arguments key.
     InObject,
-    /// Before the arguments, outside the JSON: the name, then `:` and the call's index
-    /// when `indexed` (Kimi K2's `functions.NAME:0`), then `middle`, then the arguments'
-    /// JSON.
+    /// Before the arguments, outside the JSON: the name, its tag, `middle`, then the
+    /// arguments' JSON.
     Outside {
-        /// After the name (and the index).
+        /// After the name (and its tag).
         middle: &'static str,
-        /// Whether `:` and the call's decimal index follow the name.
-        indexed: bool,
+        /// What follows the name before `middle`.
+        tag: CallTag,
     },
+}
+
+/// What a format writes between a tool's name and its arguments' marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallTag {
+    /// Nothing.
+    None,
+    /// `:` and the call's decimal index, up to [`MAX_INDEX_DIGITS`] digits (Kimi K2's
+    /// `functions.NAME:0`).
+    Index,
+    /// Perhaps [`CALL_ID_MARKER`] and an id of [`CALL_ID_LEN`] letters and digits
+    /// (Mistral's v11 tokenizer).
+    OptionalId,
 }
 
 /// The most digits of a call index in Kimi K2's `functions.NAME:INDEX`.
 pub(crate) const MAX_INDEX_DIGITS: usize = 4;
+/// Mistral v11's marker of a call's id.
+pub(crate) const CALL_ID_MARKER: &str = "[CALL_ID]";
+/// The length of a Mistral call id (letters and digits).
+pub(crate) const CALL_ID_LEN: usize = 9;
 
 /// Hermes' opening tag.
 pub(crate) const HERMES_OPEN: &str = "<tool_call>";
@@ -137,10 +157,10 @@ const MISTRAL_V11: Marked = Marked {
     before: MISTRAL_OPEN,
     name: NamePlace::Outside {
         middle: "[ARGS]",
-        indexed: false,
+        tag: CallTag::OptionalId,
     },
     after: "",
-    special_tokens: &[MISTRAL_OPEN, "[ARGS]"],
+    special_tokens: &[MISTRAL_OPEN, CALL_ID_MARKER, "[ARGS]"],
 };
 
 const DEEPSEEK: Marked = Marked {
@@ -151,7 +171,7 @@ const DEEPSEEK: Marked = Marked {
     before: "<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
     name: NamePlace::Outside {
         middle: "\n```json\n",
-        indexed: false,
+        tag: CallTag::None,
     },
     after: "\n```<｜tool▁call▁end｜>",
     special_tokens: &[
@@ -163,6 +183,20 @@ const DEEPSEEK: Marked = Marked {
     ],
 };
 
+const DEEPSEEK_V31: Marked = Marked {
+    trigger: "<｜tool▁calls▁begin｜>",
+    open: "<｜tool▁calls▁begin｜>",
+    separator: "",
+    close: "<｜tool▁calls▁end｜>",
+    before: "<｜tool▁call▁begin｜>",
+    name: NamePlace::Outside {
+        middle: "<｜tool▁sep｜>",
+        tag: CallTag::None,
+    },
+    after: "<｜tool▁call▁end｜>",
+    special_tokens: DEEPSEEK.special_tokens,
+};
+
 const KIMI_K2: Marked = Marked {
     trigger: "<|tool_calls_section_begin|>",
     open: "<|tool_calls_section_begin|>",
@@ -171,7 +205,7 @@ const KIMI_K2: Marked = Marked {
     before: "<|tool_call_begin|>functions.",
     name: NamePlace::Outside {
         middle: "<|tool_call_argument_begin|>",
-        indexed: true,
+        tag: CallTag::Index,
     },
     after: "<|tool_call_end|>",
     special_tokens: &[
@@ -196,7 +230,7 @@ const GRANITE: Marked = Marked {
 
 impl WireFormat {
     /// Every format, in the order of their labels.
-    pub const ALL: [WireFormat; 10] = [
+    pub const ALL: [WireFormat; 11] = [
         WireFormat::OpenAi,
         WireFormat::ToolArgs,
         WireFormat::Hermes,
@@ -205,12 +239,14 @@ impl WireFormat {
         WireFormat::Mistral,
         WireFormat::MistralV11,
         WireFormat::DeepSeek,
+        WireFormat::DeepSeekV31,
         WireFormat::KimiK2,
         WireFormat::Granite,
     ];
 
     /// The format's label (`openai`, `tool-args`, `hermes`, `llama3`,
-    /// `llama3-python-tag`, `mistral`, `mistral-v11`, `deepseek`, `kimi-k2`, `granite`).
+    /// `llama3-python-tag`, `mistral`, `mistral-v11`, `deepseek`, `deepseek-v3.1`,
+    /// `kimi-k2`, `granite`).
     pub fn label(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",
@@ -221,23 +257,28 @@ impl WireFormat {
             WireFormat::Mistral => "mistral",
             WireFormat::MistralV11 => "mistral-v11",
             WireFormat::DeepSeek => "deepseek",
+            WireFormat::DeepSeekV31 => "deepseek-v3.1",
             WireFormat::KimiK2 => "kimi-k2",
             WireFormat::Granite => "granite",
         }
     }
 
     /// The format a model's chat template teaches, from the markers its tool section
-    /// writes (see docs/tool-calling.md's table): Kimi K2's and DeepSeek's call tokens,
-    /// Granite's `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on),
-    /// Hermes' and Qwen's `<tool_call>`, and Llama 3.1–3.3's `ipython` role (with the
-    /// `<|python_tag|>` form when the template writes calls after that token). None when
-    /// the template shows none of them (SmolLM2's, or a family Grail does not know yet).
+    /// writes (see docs/tool-calling.md's table): Kimi K2's and DeepSeek's call tokens
+    /// (V3 and R1 fence the arguments in a JSON block, V3.1 does not), Granite's
+    /// `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on), Hermes' and
+    /// Qwen's `<tool_call>`, and Llama 3.1–3.3's `ipython` role (their templates write
+    /// custom calls as bare JSON; `llama3-python-tag` is chosen by name). None when the
+    /// template shows none of them (SmolLM2's, or a family Grail does not know yet).
     pub fn detect_from_template(template: &str) -> Option<WireFormat> {
         let has = |marker: &str| template.contains(marker);
         if has("<|tool_calls_section_begin|>") {
             Some(WireFormat::KimiK2)
         } else if has("tool▁calls▁begin") {
-            Some(WireFormat::DeepSeek)
+            match has("```json") {
+                true => Some(WireFormat::DeepSeek),
+                false => Some(WireFormat::DeepSeekV31),
+            }
         } else if has("<|tool_call|>") {
             Some(WireFormat::Granite)
         } else if has("[TOOL_CALLS]") && has("[ARGS]") {
@@ -247,12 +288,7 @@ impl WireFormat {
         } else if has("<tool_call>") {
             Some(WireFormat::Hermes)
         } else if has("<|start_header_id|>") && has("ipython") {
-            // Llama 3.1's template writes every call after `<|python_tag|>` when it
-            // renders calls with it; 3.2's and 3.3's write custom calls as bare JSON.
-            match has("'<|python_tag|>' + tool_call") || has("\"<|python_tag|>\" + tool_call") {
-                true => Some(WireFormat::Llama3PythonTag),
-                false => Some(WireFormat::Llama3),
-            }
+            Some(WireFormat::Llama3)
         } else {
             None
         }
@@ -304,6 +340,7 @@ impl WireFormat {
             WireFormat::Mistral => Some(&MISTRAL),
             WireFormat::MistralV11 => Some(&MISTRAL_V11),
             WireFormat::DeepSeek => Some(&DEEPSEEK),
+            WireFormat::DeepSeekV31 => Some(&DEEPSEEK_V31),
             WireFormat::KimiK2 => Some(&KIMI_K2),
             WireFormat::Granite => Some(&GRANITE),
         }
@@ -346,12 +383,12 @@ impl WireFormat {
             .map(|(index, (name, arguments))| {
                 let call = match marked.name {
                     NamePlace::InObject => object(name, arguments),
-                    NamePlace::Outside { middle, indexed } => {
-                        let index = match indexed {
-                            true => format!(":{index}"),
-                            false => String::new(),
+                    NamePlace::Outside { middle, tag } => {
+                        let tag = match tag {
+                            CallTag::Index => format!(":{index}"),
+                            CallTag::None | CallTag::OptionalId => String::new(),
                         };
-                        format!("{name}{index}{middle}{arguments}")
+                        format!("{name}{tag}{middle}{arguments}")
                     }
                 };
                 format!("{}{call}{}", marked.before, marked.after)

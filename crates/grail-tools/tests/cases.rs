@@ -98,6 +98,15 @@ fn render(output: &Value, options: &CallOptions) -> String {
                 .collect::<Vec<_>>()
                 .join("\n")
         ),
+        WireFormat::DeepSeekV31 => format!(
+            "<｜tool▁calls▁begin｜>{}<｜tool▁calls▁end｜>",
+            calls
+                .iter()
+                .map(|(name, arguments)| format!(
+                    "<｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{arguments}<｜tool▁call▁end｜>"
+                ))
+                .collect::<String>()
+        ),
         WireFormat::KimiK2 => format!(
             "<|tool_calls_section_begin|>{}<|tool_calls_section_end|>",
             calls
