@@ -56,9 +56,9 @@ pub use decode::{
 #[cfg(feature = "llama-cpp")]
 pub use llama::{DEFAULT_CONTEXT, LlamaCppModel, LlamaOptions};
 pub use model::{Model, ModelError, prime};
-pub use prompt::{PromptError, chat_prompt, raw_prompt};
+pub use prompt::{PromptError, chat_prompt, chat_prompt_with_tools, raw_prompt};
 pub use sampling::{SamplingParams, TokenSampler, argmax};
 pub use tool_calls::{
-    Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, compile_tool_grammar,
-    messages_with_tools, run_tool_task,
+    Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, ToolsShown,
+    compile_tool_grammar, messages_with_tools, run_tool_task,
 };

@@ -1,7 +1,9 @@
 //! From messages to prompt tokens: the model's chat template when it has one, the plain
 //! text otherwise.
 
-use crate::chat::{ChatTemplateError, Message, SpecialTexts, plain_prompt, render_chat};
+use serde_json::Value;
+
+use crate::chat::{ChatTemplateError, Message, SpecialTexts, plain_prompt, render_chat_with_tools};
 use crate::model::{Model, ModelError};
 
 /// Why a prompt could not be made.
@@ -20,6 +22,17 @@ pub enum PromptError {
 /// the assistant's answer starts), or, for a model without one, the messages' texts as
 /// they are, after the beginning-of-text token the model wants.
 pub fn chat_prompt(model: &dyn Model, messages: &[Message]) -> Result<Vec<u32>, PromptError> {
+    chat_prompt_with_tools(model, messages, None)
+}
+
+/// [`chat_prompt`] with `tools` (OpenAI `tools` entries) in the template's `tools`
+/// variable, for templates with a tool section of their own (see
+/// [`crate::template_reads_tools`]); a model without a template ignores them.
+pub fn chat_prompt_with_tools(
+    model: &dyn Model,
+    messages: &[Message],
+    tools: Option<&[Value]>,
+) -> Result<Vec<u32>, PromptError> {
     let vocabulary = model.vocabulary().vocabulary();
     let text_of = |id: Option<u32>| {
         id.map(|id| String::from_utf8_lossy(vocabulary.bytes(id)).into_owned())
@@ -30,7 +43,10 @@ pub fn chat_prompt(model: &dyn Model, messages: &[Message]) -> Result<Vec<u32>, 
         eos: text_of(vocabulary.end_of_generation().first().copied()),
     };
     let (text, templated) = match model.chat_template() {
-        Some(template) => (render_chat(template, messages, &specials)?, true),
+        Some(template) => (
+            render_chat_with_tools(template, messages, tools, &specials)?,
+            true,
+        ),
         None => (plain_prompt(messages), false),
     };
     if templated {

@@ -65,6 +65,8 @@ pub struct TinyModel {
     end_bias: f32,
     /// How long each forward pass sleeps (a real model's pace, for server tests).
     delay: std::time::Duration,
+    /// The chat template.
+    template: &'static str,
 }
 
 impl TinyModel {
@@ -106,6 +108,7 @@ impl TinyModel {
             calls: 0,
             end_bias: 2.0,
             delay: std::time::Duration::ZERO,
+            template: TINY_TEMPLATE,
         }
     }
 
@@ -115,6 +118,12 @@ impl TinyModel {
         if self.tokens.len() == 1 {
             self.cache_tokens = context_length;
         }
+        self
+    }
+
+    /// The same model with this chat template (a template with a tool section, say).
+    pub fn with_chat_template(mut self, template: &'static str) -> TinyModel {
+        self.template = template;
         self
     }
 
@@ -199,7 +208,7 @@ impl Model for TinyModel {
     }
 
     fn chat_template(&self) -> Option<&str> {
-        Some(TINY_TEMPLATE)
+        Some(self.template)
     }
 
     fn context_length(&self) -> usize {

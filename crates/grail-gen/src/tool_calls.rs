@@ -1,17 +1,19 @@
-//! Tool calls end to end: the tools' system prompt, the tool-call grammar, decoding, and
-//! the validator; when the validator finds what the grammar cannot say (`uniqueItems`,
-//! say), its feedback goes back to the model and it writes the call again, up to a cap
-//! (seed 001's `consecutive_blocked`).
+//! Tool calls end to end: the tools shown to the model (through its chat template's own
+//! tool section when it has one, Grail's system prompt otherwise), the tool-call
+//! grammar, decoding, and the validator; when the validator finds what the grammar
+//! cannot say (`uniqueItems`, say), its feedback goes back to the model and it writes the
+//! call again, up to a cap (seed 001's `consecutive_blocked`).
 
 use grail_engine::{CompileOptions, CompiledGrammar};
 use grail_tools::{
     CallOptions, Checked, ToolRegistry, ToolsError, tool_call_grammar, validate_output,
 };
+use serde_json::Value;
 
-use crate::chat::Message;
+use crate::chat::{Message, template_reads_tools};
 use crate::decode::{DecodeError, DecodeOptions, Finish, Generation, decode};
 use crate::model::Model;
-use crate::prompt::{PromptError, chat_prompt};
+use crate::prompt::{PromptError, chat_prompt_with_tools};
 use crate::tool_prompt::tools_system_prompt;
 
 /// The default cap on attempts (the first one included).
@@ -91,10 +93,11 @@ pub fn run_tool_task(
     } else {
         None
     };
-    let mut messages = messages_with_tools(task.registry, task.options, task.messages);
+    let shown = ToolsShown::for_template(model.chat_template());
+    let (mut messages, tools) = shown.messages(task.registry, task.options, task.messages);
     let mut attempts = Vec::new();
     for attempt in 0..task.max_attempts.max(1) {
-        let prompt = chat_prompt(model, &messages)?;
+        let prompt = chat_prompt_with_tools(model, &messages, tools.as_deref())?;
         let generation = decode(model, &prompt, grammar.as_ref(), decode_options)?;
         let output = generation.text();
         let verdict = if generation.finish == Finish::Truncated {
@@ -142,6 +145,49 @@ pub fn run_tool_task(
     })
 }
 
+/// How the tools reach the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolsShown {
+    /// Through the chat template's own tool section (its `tools` variable): the model
+    /// sees them as it was trained to (Qwen, Llama 3.1, Mistral, DeepSeek, Kimi K2,
+    /// Granite…).
+    Template,
+    /// In Grail's system prompt (templates without a tool section, such as SmolLM2's,
+    /// and models without a template).
+    SystemPrompt,
+}
+
+impl ToolsShown {
+    /// The way for a model whose chat template is `template`.
+    pub fn for_template(template: Option<&str>) -> ToolsShown {
+        match template.is_some_and(template_reads_tools) {
+            true => ToolsShown::Template,
+            false => ToolsShown::SystemPrompt,
+        }
+    }
+
+    /// The conversation and the template's `tools` for `registry` under `options`: the
+    /// offered tools (none with `tool_choice: none`, the named one alone) as OpenAI
+    /// `tools` entries for a template, or Grail's system prompt joined to the
+    /// conversation.
+    pub fn messages(
+        self,
+        registry: &ToolRegistry,
+        options: &CallOptions,
+        messages: &[Message],
+    ) -> (Vec<Message>, Option<Vec<Value>>) {
+        match self {
+            ToolsShown::SystemPrompt => (messages_with_tools(registry, options, messages), None),
+            ToolsShown::Template => {
+                let offered = registry.offered(&options.choice);
+                let tools = (!offered.is_empty())
+                    .then(|| offered.iter().map(|tool| tool.to_openai()).collect());
+                (messages.to_vec(), tools)
+            }
+        }
+    }
+}
+
 /// `messages` with the tools' system prompt first (joined to the conversation's own
 /// system message when it has one); unchanged when no tool may be called.
 pub fn messages_with_tools(
@@ -160,4 +206,61 @@ pub fn messages_with_tools(
         _ => messages.insert(0, Message::new("system", tools)),
     }
     messages
+}
+
+#[cfg(test)]
+mod tests {
+    use grail_tools::{ToolChoice, WireFormat};
+
+    use super::*;
+
+    fn registry() -> ToolRegistry {
+        ToolRegistry::from_json_text(
+            r#"[{"name": "get_weather", "description": "Weather", "parameters": {"type": "object",
+                "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+                {"name": "get_time", "parameters": {"type": "object"}}]"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_template_with_a_tool_section_gets_the_tools_and_no_system_prompt() {
+        let qwen_like = "{% if tools %}<tools>{% for tool in tools %}{{ tool | tojson }}{% endfor %}</tools>{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}";
+        let chatml = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}";
+        assert_eq!(
+            ToolsShown::for_template(Some(qwen_like)),
+            ToolsShown::Template
+        );
+        assert_eq!(
+            ToolsShown::for_template(Some(chatml)),
+            ToolsShown::SystemPrompt
+        );
+        assert_eq!(ToolsShown::for_template(None), ToolsShown::SystemPrompt);
+        let registry = registry();
+        let conversation = [Message::new("user", "Weather in Rome?")];
+        let mut options = CallOptions {
+            wire: WireFormat::Hermes,
+            ..CallOptions::default()
+        };
+        let (messages, tools) = ToolsShown::Template.messages(&registry, &options, &conversation);
+        assert_eq!(messages, conversation);
+        let tools = tools.unwrap();
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0]["type"], "function");
+        assert_eq!(tools[0]["function"]["name"], "get_weather");
+        assert_eq!(tools[0]["function"]["parameters"]["required"][0], "city");
+        // Grail's own section goes to a template without one.
+        let (messages, tools) =
+            ToolsShown::SystemPrompt.messages(&registry, &options, &conversation);
+        assert!(tools.is_none());
+        assert_eq!(messages[0].role, "system");
+        assert!(messages[0].content.contains("get_weather"));
+        // The named tool alone; none when no tool may be called.
+        options.choice = ToolChoice::Named("get_time".into());
+        let (_, tools) = ToolsShown::Template.messages(&registry, &options, &conversation);
+        assert_eq!(tools.unwrap()[0]["function"]["name"], "get_time");
+        options.choice = ToolChoice::None;
+        let (_, tools) = ToolsShown::Template.messages(&registry, &options, &conversation);
+        assert!(tools.is_none());
+    }
 }

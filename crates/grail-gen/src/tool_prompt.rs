@@ -24,11 +24,7 @@ const EXAMPLE_DEPTH: usize = 6;
 /// The system prompt describing the tools `options` offers (see the module doc); `None`
 /// when no tool may be called.
 pub fn tools_system_prompt(registry: &ToolRegistry, options: &CallOptions) -> Option<String> {
-    let offered: Vec<&Tool> = match &options.choice {
-        ToolChoice::None => return None,
-        ToolChoice::Named(name) => registry.get(name).into_iter().collect(),
-        ToolChoice::Auto | ToolChoice::Required => registry.tools.iter().collect(),
-    };
+    let offered = registry.offered(&options.choice);
     if offered.is_empty() {
         return None;
     }
@@ -59,18 +55,8 @@ pub fn tools_system_prompt(registry: &ToolRegistry, options: &CallOptions) -> Op
 
 /// A call of `tool` in `wire` format with its required arguments filled in.
 pub fn example_call(tool: &Tool, wire: WireFormat) -> String {
-    let mut call = Map::new();
-    call.insert(wire.name_key().into(), Value::String(tool.name.clone()));
-    call.insert(
-        wire.arguments_key().into(),
-        example_value(&tool.parameters, EXAMPLE_DEPTH),
-    );
-    let call = json_with_spaces(&Value::Object(call));
-    match wire {
-        WireFormat::Hermes => format!("<tool_call>\n{call}\n</tool_call>"),
-        WireFormat::Mistral => format!("[TOOL_CALLS][{call}]"),
-        _ => call,
-    }
+    let arguments = json_with_spaces(&example_value(&tool.parameters, EXAMPLE_DEPTH));
+    wire.write_calls(&[(&tool.name, &arguments)], false)
 }
 
 /// A value `schema` accepts, as simple as it allows (required properties only).

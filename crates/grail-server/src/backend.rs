@@ -14,6 +14,7 @@ use std::time::Instant;
 use grail_engine::CompiledGrammar;
 use grail_gen::{Message, SamplingParams};
 use grail_grammar::{Grammar, print_grammar};
+use serde_json::Value;
 
 /// The grammar of one request.
 #[derive(Debug, Clone)]
@@ -46,11 +47,25 @@ impl RequestGrammar {
     }
 }
 
+/// A conversation for a chat template with a tool section of its own (Qwen's, Llama
+/// 3.1's, Mistral's…): earlier calls in `tool_calls`, results as `tool` messages, the
+/// offered tools for the template's `tools` variable. A backend whose model has such a
+/// template renders this instead of [`Generate::messages`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativePrompt {
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// The offered tools as OpenAI `tools` entries (none when no tool may be called).
+    pub tools: Option<Vec<Value>>,
+}
+
 /// One answer to write.
 #[derive(Debug, Clone)]
 pub struct Generate {
-    /// The conversation.
+    /// The conversation as a template without a tool section reads it.
     pub messages: Vec<Message>,
+    /// With tools: the conversation for a template with a tool section.
+    pub native: Option<NativePrompt>,
     /// The grammar the answer must match, if any.
     pub grammar: Option<RequestGrammar>,
     /// The most tokens to write.

@@ -121,6 +121,7 @@ fn answer_inner(
         }
     };
     let mut messages = plan.messages.clone();
+    let mut native = plan.native.as_deref().cloned();
     let (mut prompt_tokens, mut completion_tokens) = (0, 0);
     let (mut cached_tokens, mut forced_tokens, mut grammar_seconds) = (0, 0, 0.0);
     let attempts = max_attempts.max(1);
@@ -141,6 +142,7 @@ fn answer_inner(
         let (mut gone, mut timed_out) = (false, false);
         let request = Generate {
             messages: messages.clone(),
+            native: native.clone(),
             grammar: plan.grammar.clone(),
             max_tokens: plan.max_tokens,
             sampling: plan.sampling.clone(),
@@ -277,11 +279,17 @@ fn answer_inner(
                 return Some(done(content, calls, reason));
             }
             Err(feedback) if attempt < attempts && !live => {
-                messages.push(Message::new("assistant", text));
-                messages.push(Message::new(
-                    "user",
-                    format!("That answer is not valid: {feedback}\nWrite it again, corrected."),
-                ));
+                let retry = [
+                    Message::new("assistant", text),
+                    Message::new(
+                        "user",
+                        format!("That answer is not valid: {feedback}\nWrite it again, corrected."),
+                    ),
+                ];
+                messages.extend(retry.iter().cloned());
+                if let Some(native) = native.as_mut() {
+                    native.messages.extend(retry);
+                }
             }
             Err(feedback) => {
                 return Some(Event::Failed(ApiError::new(

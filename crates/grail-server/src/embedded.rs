@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use grail_gen::{
     Admission, BatchDecoder, BatchModel, DecodeError, DecodeOptions, Finish, Generation,
-    ModelError, PromptError, SequenceId, chat_prompt,
+    ModelError, PromptError, SequenceId, ToolsShown, chat_prompt_with_tools,
 };
 
 use crate::backend::{Activity, Backend, BackendError, Ending, Generate, Written};
@@ -257,11 +257,16 @@ struct ModelThread {
     active: HashMap<SequenceId, Active>,
     /// A job taken from the queue that waits for room (still counted as waiting).
     next: Option<Job>,
+    /// How the model's chat template shows tools (read once: parsing a template per
+    /// request would cost as much as a tool-call grammar).
+    tools_shown: ToolsShown,
 }
 
 impl ModelThread {
     fn new(model: Box<dyn BatchModel>, options: EmbeddedOptions, load: Arc<Load>) -> ModelThread {
+        let tools_shown = ToolsShown::for_template(model.chat_template());
         ModelThread {
+            tools_shown,
             decoder: BatchDecoder::new(model),
             options,
             load,
@@ -357,12 +362,19 @@ impl ModelThread {
                     .into(),
             ));
         }
+        // A template with a tool section reads the tools and the history its own way.
+        let (messages, tools) = match (&request.native, self.tools_shown) {
+            (Some(native), ToolsShown::Template) => (&native.messages, native.tools.as_deref()),
+            _ => (&request.messages, None),
+        };
         let prompt =
-            chat_prompt(self.decoder.model(), &request.messages).map_err(|error| match error {
-                PromptError::Model(ModelError::ContextFull { .. }) => {
-                    BackendError::Request(error.to_string())
+            chat_prompt_with_tools(self.decoder.model(), messages, tools).map_err(|error| {
+                match error {
+                    PromptError::Model(ModelError::ContextFull { .. }) => {
+                        BackendError::Request(error.to_string())
+                    }
+                    other => BackendError::Failed(other.to_string()),
                 }
-                other => BackendError::Failed(other.to_string()),
             })?;
         let options = DecodeOptions {
             max_tokens: request.max_tokens,

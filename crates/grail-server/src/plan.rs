@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use grail_engine::{CompileError, CompileOptions, CompiledGrammar, EngineLimits};
-use grail_gen::{Message, SamplingParams, messages_with_tools};
+use grail_gen::{Message, MessageToolCall, SamplingParams, ToolsShown, messages_with_tools};
 use grail_grammar::{CheckOptions, Grammar, compose};
 use grail_schema::{Mode, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 use grail_tools::{
@@ -24,7 +24,7 @@ use grail_tools::{
 use serde_json::{Value, json};
 
 use crate::api::{ChatMessage, ChatRequest};
-use crate::backend::RequestGrammar;
+use crate::backend::{NativePrompt, RequestGrammar};
 use crate::error::ApiError;
 use crate::grammar_cache::{Constraint, GrammarCache, constraint_key};
 
@@ -107,8 +107,11 @@ pub struct TextCheck {
 /// Everything needed to answer one request.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// The conversation as the model reads it.
+    /// The conversation as a model reads it whose template has no tool section (earlier
+    /// calls written out, Grail's tools prompt).
     pub messages: Vec<Message>,
+    /// With tools: the conversation for a template with a tool section of its own.
+    pub native: Option<Arc<NativePrompt>>,
     /// The grammar of the whole answer.
     pub grammar: Option<RequestGrammar>,
     /// How the answer is checked.
@@ -166,12 +169,23 @@ pub fn plan(
         _ => None,
     };
     let choice = tool_choice(request.tool_choice.as_ref(), tools.as_ref())?;
-    let messages = conversation(&request.messages, settings.wire)?;
+    let messages = conversation(&request.messages, History::Written(settings.wire))?;
     let constraint = cache.get_or_build(constraint_key(&request), || {
         build_constraint(&request, tools.as_ref(), &choice, settings)
     })?;
     let warnings = constraint.warnings.clone();
     let text_check = constraint.text_check.clone();
+    // For a template with a tool section: the history as its own messages, the tools in
+    // its `tools` (the backend chooses; see `NativePrompt`).
+    let native = match &tools {
+        Some(registry) => {
+            let history = conversation(&request.messages, History::Native)?;
+            let options = call_options(&request, settings, choice.clone());
+            let (messages, tools) = ToolsShown::Template.messages(registry, &options, &history);
+            Some(Arc::new(NativePrompt { messages, tools }))
+        }
+        None => None,
+    };
     let (answer, messages) = match (tools, choice) {
         (Some(registry), choice) if choice != ToolChoice::None => {
             let options = call_options(&request, settings, choice);
@@ -194,6 +208,7 @@ pub fn plan(
     let grammar = constraint.grammar.clone();
     Ok(Plan {
         messages,
+        native,
         grammar,
         answer,
         max_tokens,
@@ -616,10 +631,21 @@ fn tool_choice(
     Ok(choice)
 }
 
-/// The conversation as chat-template messages: `developer` is `system`; an assistant's
-/// earlier calls are written in the wire format the model writes; a tool's result is a
-/// user message naming the tool (every chat template reads `user`, few read `tool`).
-fn conversation(messages: &[ChatMessage], wire: WireFormat) -> Result<Vec<Message>, ApiError> {
+/// How a conversation's earlier calls and results reach the chat template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum History {
+    /// As text: an assistant's calls written in the wire format the model writes, a
+    /// tool's result as a user message naming the tool (every chat template reads
+    /// `user`, few read `tool`).
+    Written(WireFormat),
+    /// As the template's own messages: calls in `tool_calls`, results as `tool`
+    /// messages with the id of their call (templates with a tool section).
+    Native,
+}
+
+/// The conversation as chat-template messages (`developer` is `system`), the earlier
+/// calls and results as `history` says.
+fn conversation(messages: &[ChatMessage], history: History) -> Result<Vec<Message>, ApiError> {
     let mut out = Vec::with_capacity(messages.len());
     // Call ids to tool names, looked up once per tool message (a map: a conversation of
     // thousands of calls must not cost their square).
@@ -642,16 +668,29 @@ fn conversation(messages: &[ChatMessage], wire: WireFormat) -> Result<Vec<Messag
             "system" | "developer" => out.push(Message::new("system", text)),
             "user" => out.push(Message::new("user", text)),
             "assistant" => {
-                let mut parts = Vec::new();
-                if !text.is_empty() {
-                    parts.push(text);
-                } else if let Some(refusal) = &message.refusal {
-                    parts.push(refusal.clone());
-                }
-                if let Some(calls) = &message.tool_calls {
-                    parts.push(written_calls(calls, wire, &param, &mut call_names)?);
-                }
-                out.push(Message::new("assistant", parts.join("\n")));
+                let text = match (text.is_empty(), &message.refusal) {
+                    (true, Some(refusal)) => refusal.clone(),
+                    _ => text,
+                };
+                let calls = match &message.tool_calls {
+                    Some(calls) => read_calls(calls, &param, &mut call_names)?,
+                    None => Vec::new(),
+                };
+                out.push(match history {
+                    _ if calls.is_empty() => Message::new("assistant", text),
+                    History::Native => Message::assistant_calls(text, calls),
+                    History::Written(wire) => {
+                        let written = written_calls(&calls, wire);
+                        match text.is_empty() {
+                            true => Message::new("assistant", written),
+                            false => Message::new("assistant", format!("{text}\n{written}")),
+                        }
+                    }
+                });
+            }
+            "tool" if history == History::Native => {
+                let id = message.tool_call_id.clone().unwrap_or_default();
+                out.push(Message::tool_result(id, text));
             }
             "tool" => {
                 let name = message
@@ -713,14 +752,14 @@ fn content_text(content: Option<&Value>, param: &str) -> Result<String, ApiError
     }
 }
 
-/// An assistant's earlier calls as the model would have written them.
-fn written_calls(
+/// An assistant's earlier calls, read (ids made up where the client gave none: the
+/// message's place and the call's).
+fn read_calls(
     calls: &[Value],
-    wire: WireFormat,
     param: &str,
     names: &mut HashMap<String, String>,
-) -> Result<String, ApiError> {
-    let mut written = Vec::new();
+) -> Result<Vec<MessageToolCall>, ApiError> {
+    let mut read = Vec::with_capacity(calls.len());
     for (index, call) in calls.iter().enumerate() {
         let invalid = || {
             ApiError::invalid(
@@ -740,20 +779,33 @@ fn written_calls(
             Some(Value::Object(object)) => Value::Object(object.clone()),
             _ => return Err(invalid()),
         };
-        if let Some(id) = call.get("id").and_then(Value::as_str) {
-            // The first call with an id names it, as before.
-            names
-                .entry(id.to_string())
-                .or_insert_with(|| name.to_string());
-        }
-        let arguments = serde_json::to_string(&arguments).expect("a value is JSON");
-        written.push((name, arguments));
+        let id = match call.get("id").and_then(Value::as_str) {
+            Some(id) => {
+                // The first call with an id names it, as before.
+                names
+                    .entry(id.to_string())
+                    .or_insert_with(|| name.to_string());
+                id.to_string()
+            }
+            None => format!("call_{}_{index}", param.trim_start_matches("messages")),
+        };
+        read.push(MessageToolCall::new(id, name, arguments));
     }
-    let written: Vec<(&str, &str)> = written
+    Ok(read)
+}
+
+/// Calls as the model would have written them in `wire`.
+fn written_calls(calls: &[MessageToolCall], wire: WireFormat) -> String {
+    let arguments: Vec<String> = calls
         .iter()
-        .map(|(name, arguments)| (*name, arguments.as_str()))
+        .map(|call| serde_json::to_string(&call.function.arguments).expect("a value is JSON"))
         .collect();
-    Ok(wire.write_calls(&written, false))
+    let written: Vec<(&str, &str)> = calls
+        .iter()
+        .zip(&arguments)
+        .map(|(call, arguments)| (call.function.name.as_str(), arguments.as_str()))
+        .collect();
+    wire.write_calls(&written, false)
 }
 
 /// The conversation with a system note giving the answer's schema (a small model cannot
@@ -819,7 +871,7 @@ mod tests {
         }
         messages.push(json!({"role": "tool", "tool_call_id": "call_unknown", "content": "?"}));
         let messages: Vec<ChatMessage> = serde_json::from_value(Value::Array(messages)).unwrap();
-        let out = conversation(&messages, WireFormat::OpenAi).unwrap();
+        let out = conversation(&messages, History::Written(WireFormat::OpenAi)).unwrap();
         assert_eq!(out.len(), 6001);
         assert_eq!(
             out[5999].content,

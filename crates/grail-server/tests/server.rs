@@ -806,3 +806,67 @@ fn a_stop_sequence_ends_an_unconstrained_answer() {
     assert_eq!(answer["choices"][0]["message"]["content"], "one two ");
     assert_eq!(answer["choices"][0]["finish_reason"], "stop");
 }
+
+/// A chat template with a tool section of its own: names of the offered tools, calls as
+/// `[id name arguments]`, results marked with their call's id.
+const TOOLS_TEMPLATE: &str = "{% if tools %}<tools>{% for tool in tools %}{{ tool.function.name }};{% endfor %}</tools>{% endif %}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% if m.tool_calls is defined %}{% for c in m.tool_calls %}[{{ c.id }} {{ c.function.name }} {{ c.function.arguments | tojson }}]{% endfor %}{% endif %}{% if m.tool_call_id is defined %}({{ m.tool_call_id }}){% endif %}{% endfor %}<assistant>";
+
+#[test]
+fn a_template_with_a_tool_section_reads_the_tools_and_the_calls_itself() {
+    use grail_gen::testing::TinyModel;
+    use grail_gen::{Message, MessageToolCall, Model, SpecialTexts, render_chat_with_tools};
+
+    let body = json!({
+        "messages": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\", \"unit\": \"celsius\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "-3"},
+            {"role": "user", "content": "And Rome?"}
+        ],
+        "tools": weather_tools(),
+        "tool_choice": "required",
+        "max_tokens": 200,
+    });
+    let native = TestServer::start(
+        backend_of(4, || TinyModel::new(7).with_chat_template(TOOLS_TEMPLATE)),
+        quiet(),
+    );
+    let (status, answer) = post(&native, &body);
+    assert_eq!(status, 200, "{answer}");
+    let call = &answer["choices"][0]["message"]["tool_calls"][0];
+    assert_call_valid(&weather_tools(), call);
+    // The prompt is the template's, with the tools and the history as its own messages.
+    let tools: Vec<Value> = weather_tools().as_array().unwrap().clone();
+    let history = [
+        Message::new("user", "Weather in Oslo?"),
+        Message::assistant_calls(
+            "",
+            vec![MessageToolCall::new(
+                "call_1",
+                "get_weather",
+                json!({"city": "Oslo", "unit": "celsius"}),
+            )],
+        ),
+        Message::tool_result("call_1", "-3"),
+        Message::new("user", "And Rome?"),
+    ];
+    let prompt = render_chat_with_tools(
+        TOOLS_TEMPLATE,
+        &history,
+        Some(&tools),
+        &SpecialTexts::default(),
+    )
+    .unwrap();
+    assert!(
+        prompt.starts_with("<tools>get_weather;search;</tools>"),
+        "{prompt}"
+    );
+    let expected = TinyModel::new(7).tokenize(&prompt).unwrap().len();
+    assert_eq!(answer["usage"]["prompt_tokens"], expected, "{prompt}");
+    // A template without one gets Grail's tools prompt and the calls written out.
+    let plain = TestServer::start(tiny_backend(4), quiet());
+    let (status, answer) = post(&plain, &body);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["usage"]["prompt_tokens"].as_u64().unwrap() > expected as u64 + 100);
+}

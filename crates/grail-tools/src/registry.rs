@@ -27,6 +27,22 @@ pub struct Tool {
     pub fallback: bool,
 }
 
+impl Tool {
+    /// The tool as an entry of OpenAI's `tools` (`{"type": "function", "function":
+    /// {"name", "description", "parameters"}}`), as chat templates with a tool section
+    /// read it (Grail's own `x-grail-…` keys left out).
+    pub fn to_openai(&self) -> Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        })
+    }
+}
+
 /// The tools of a registry, in the order given.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolRegistry {
@@ -94,6 +110,16 @@ impl ToolRegistry {
             });
         }
         Ok(ToolRegistry { tools })
+    }
+
+    /// The tools `choice` offers the model: none for `none`, the named one alone (none
+    /// when it is not here), all of them otherwise.
+    pub fn offered(&self, choice: &crate::ToolChoice) -> Vec<&Tool> {
+        match choice {
+            crate::ToolChoice::None => Vec::new(),
+            crate::ToolChoice::Named(name) => self.get(name).into_iter().collect(),
+            crate::ToolChoice::Auto | crate::ToolChoice::Required => self.tools.iter().collect(),
+        }
     }
 
     /// The tool called `name`.

@@ -52,14 +52,18 @@ pub fn paced_backend(queue: usize, delay: Duration) -> Arc<Recording> {
 
 /// The tiny model taking `delay` per step, writing `sequences` answers at once.
 pub fn batched_backend(queue: usize, delay: Duration, sequences: usize) -> Arc<Recording> {
+    backend_of(queue, move || {
+        TinyModel::new(7)
+            .with_delay(delay)
+            .with_sequences(sequences, 4096 * sequences)
+    })
+}
+
+/// The embedded backend on the tiny model `model` makes, writing one answer at a time.
+pub fn backend_of(queue: usize, model: impl Fn() -> TinyModel + Send + 'static) -> Arc<Recording> {
     let embedded = EmbeddedBackend::start(
         "tiny",
-        Box::new(move || {
-            let model = TinyModel::new(7)
-                .with_delay(delay)
-                .with_sequences(sequences, 4096 * sequences);
-            Ok(Box::new(model) as Box<dyn grail_gen::BatchModel>)
-        }),
+        Box::new(move || Ok(Box::new(model()) as Box<dyn grail_gen::BatchModel>)),
         EmbeddedOptions {
             queue,
             ..EmbeddedOptions::default()
