@@ -15,7 +15,7 @@
 //! schema cost as much as the tools' own schemas. `tests/calls_route.rs` holds the two
 //! routes to the same grammars and diagnostics.
 
-use grail_grammar::{Expr, RuleId};
+use grail_grammar::{Expr, GrammarBuilder, RuleId};
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{SchemaDiagnostic, Severity, escape_pointer_token};
@@ -110,8 +110,47 @@ pub fn calls_to_grammar_framed(
 }
 
 /// How one call is written when the name stands outside the JSON: from the tool's name and
-/// the expression of its arguments (a rule), the call's expression.
-pub type WriteCall<'w> = &'w mut dyn FnMut(&str, Expr) -> Expr;
+/// the rules of its arguments, the call's expression.
+pub type WriteCall<'w> = &'w mut dyn FnMut(&str, &mut ArgumentRules<'_, '_>) -> Expr;
+
+/// The rules of one tool's arguments, for a [`WriteCall`]: of the whole arguments (their
+/// JSON), or of any schema inside them (a property's, for formats that write each
+/// argument apart, such as Qwen3-Coder's XML parameters).
+pub struct ArgumentRules<'e, 's> {
+    emitter: &'e mut Emitter<'s>,
+    /// Where the tool's arguments are mounted (`/$defs/<tool>`).
+    place: &'e str,
+}
+
+impl ArgumentRules<'_, '_> {
+    /// The rule of the arguments as JSON.
+    pub fn whole(&mut self) -> Expr {
+        Expr::Rule(self.emitter.rule_of(self.place))
+    }
+
+    /// The rule of the schema at `pointer` inside the arguments (`/properties/city`), as
+    /// JSON.
+    pub fn at(&mut self, pointer: &str) -> Expr {
+        let target = joined(&[self.place, pointer]);
+        Expr::Rule(self.emitter.rule_of(&target))
+    }
+
+    /// Reports that `keyword` at `pointer` inside the arguments cannot be enforced in
+    /// this format (an error in strict mode, a warning in lenient mode, as for any
+    /// schema keyword Grail cannot enforce).
+    pub fn unsupported(&mut self, pointer: &str, keyword: &str, reason: &str) {
+        let at = joined(&[self.place, pointer]);
+        self.emitter
+            .reader()
+            .findings()
+            .unsupported(&at, keyword, reason);
+    }
+
+    /// The grammar being built, for the rules a format writes around the arguments.
+    pub fn builder(&mut self) -> &mut GrammarBuilder {
+        self.emitter.builder()
+    }
+}
 
 /// The grammar of one call of any of `calls`, as the rule `name`, where `write_call`
 /// writes each call around its tool's name and arguments (the name outside the JSON),
@@ -155,9 +194,13 @@ pub fn named_calls_to_grammar_framed(
     let calls_rule = emitter.declare(name);
     let mut choices = Vec::with_capacity(calls.len());
     for (call, pointer) in calls.iter().zip(&call_pointers) {
-        let arguments = emitter.rule_of(pointer);
         let rule = emitter.declare(format!("{}-call", rule_name(pointer)));
-        emitter.define(rule, write_call(call.name, Expr::Rule(arguments)));
+        let mut rules = ArgumentRules {
+            emitter: &mut emitter,
+            place: pointer,
+        };
+        let body = write_call(call.name, &mut rules);
+        emitter.define(rule, body);
         choices.push(Expr::Rule(rule));
     }
     emitter.define(calls_rule, Expr::Choice(choices));
@@ -339,8 +382,8 @@ mod tests {
 
     fn write_named(calls: &[Call<'_>]) -> Result<SchemaGrammar, SchemaError> {
         let mut frame = |_: &mut GrammarBuilder, call: Expr, _: Expr| call;
-        let mut write_call = |name: &str, arguments: Expr| {
-            Expr::sequence([Expr::literal(format!("[{name}]")), arguments])
+        let mut write_call = |name: &str, rules: &mut ArgumentRules<'_, '_>| {
+            Expr::sequence([Expr::literal(format!("[{name}]")), rules.whole()])
         };
         named_calls_to_grammar_framed(
             calls,

@@ -107,6 +107,11 @@ impl<'s> Emitter<'s> {
         }
     }
 
+    /// The grammar being built.
+    pub(crate) fn builder(&mut self) -> &mut GrammarBuilder {
+        &mut self.builder
+    }
+
     /// The reader, to read shapes the emitter is handed rather than finds.
     pub(crate) fn reader(&mut self) -> &mut Reader<'s> {
         &mut self.reader

@@ -52,7 +52,8 @@ mod whole_types;
 use serde_json::Value;
 
 pub use calls::{
-    Call, CallKeys, WriteCall, calls_to_grammar_framed, named_calls_to_grammar_framed,
+    ArgumentRules, Call, CallKeys, WriteCall, calls_to_grammar_framed,
+    named_calls_to_grammar_framed,
 };
 pub use diagnostic::{SchemaDiagnostic, Severity};
 pub use document::Mount;

@@ -12,11 +12,16 @@
 //! around it.
 
 use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
-use grail_schema::{Call, CallKeys, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
+use grail_schema::{
+    ArgumentRules, Call, CallKeys, SchemaDiagnostic, SchemaError, SchemaOptions, Severity,
+};
+
+use serde_json::Value;
 
 use crate::answer::{CallStart, call_first_chars, not_first};
 use crate::error::ToolsError;
 use crate::numbers::call_number_syntax;
+use crate::parameters;
 use crate::registry::{Tool, ToolRegistry};
 use crate::wire::{
     CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace, WireFormat,
@@ -192,7 +197,11 @@ pub fn tool_call_grammar(
     };
     let converted = match options.wire.marked() {
         Some(marked) if options.wire.name_outside() => {
-            let mut write_call = |name: &str, arguments: Expr| named_call(marked, name, arguments);
+            let mut raw_text = None;
+            let mut write_call = |name: &str, rules: &mut ArgumentRules<'_, '_>| {
+                let schema = &registry.get(name).expect("a registry tool").parameters;
+                named_call(marked, name, schema, rules, &mut raw_text)
+            };
             grail_schema::named_calls_to_grammar_framed(
                 &calls,
                 &schema,
@@ -317,7 +326,7 @@ fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
                 NamePlace::InObject => {
                     Expr::sequence([text(marked.before), call, text(marked.after)])
                 }
-                NamePlace::Outside { .. } => call,
+                NamePlace::Outside { .. } | NamePlace::Parameters(_) => call,
             };
             let mut items = vec![text(marked.open), call.clone()];
             if options.parallel() {
@@ -340,12 +349,30 @@ fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
 
 /// One call of a wire that writes the name outside the JSON: the call's opening and
 /// the tool's name, its tag (an index, an id) where the wire writes one, the text before the
-/// arguments, the arguments, the call's end.
-fn named_call(marked: &Marked, name: &str, arguments: Expr) -> Expr {
-    let NamePlace::Outside { middle, tag } = marked.name else {
-        unreachable!("only for names outside the JSON")
+/// arguments, the arguments (as JSON, or each apart in tags: see `parameters.rs`), the
+/// call's end. `schema` is the tool's arguments' schema.
+fn named_call(
+    marked: &Marked,
+    name: &str,
+    schema: &Value,
+    rules: &mut ArgumentRules<'_, '_>,
+    raw_text: &mut Option<Expr>,
+) -> Expr {
+    let opening = Expr::literal(format!("{}{name}", marked.before));
+    let (middle, tag) = match marked.name {
+        NamePlace::Outside { middle, tag } => (middle, tag),
+        NamePlace::Parameters(tags) => {
+            return Expr::sequence([
+                opening,
+                Expr::literal(tags.after_name),
+                parameters::arguments_expr(&tags, schema, rules, raw_text),
+                text(marked.after),
+            ]);
+        }
+        NamePlace::InObject => unreachable!("only for names outside the JSON"),
     };
-    let mut items = vec![Expr::literal(format!("{}{name}", marked.before))];
+    let arguments = rules.whole();
+    let mut items = vec![opening];
     match tag {
         CallTag::None => {}
         CallTag::Index => {

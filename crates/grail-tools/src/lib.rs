@@ -35,6 +35,7 @@ mod grammar;
 mod json_read;
 mod lazy;
 mod numbers;
+mod parameters;
 mod registry;
 mod validate;
 mod wire;

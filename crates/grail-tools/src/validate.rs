@@ -12,6 +12,7 @@ use crate::arguments::Arguments;
 use crate::grammar::{CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, tool_names};
 use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
 use crate::numbers::{call_number_syntax, outside_syntax};
+use crate::parameters::{self, ArgumentsFault};
 use crate::registry::{Tool, ToolRegistry};
 use crate::wire::{CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace};
 
@@ -159,7 +160,7 @@ pub fn validate_output(
         },
         _ => (None, answer),
     };
-    let raw_calls = match read_calls(options, answer)? {
+    let raw_calls = match read_calls(registry, options, answer)? {
         Some(calls) => calls,
         None if options.choice == ToolChoice::Auto => {
             let first = answer.chars().next().unwrap_or_default();
@@ -315,7 +316,11 @@ fn read_fault(options: &CallOptions, error: ReadError) -> CallFault {
 
 /// The calls of an answer that starts where calls begin, as JSON; `None` when it does not
 /// start with the wire format's opening (a `{` or `[` on the JSON wires).
-fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Json>>, CallFault> {
+fn read_calls(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    answer: &str,
+) -> Result<Option<Vec<Json>>, CallFault> {
     let malformed = |message: String| CallFault::one("call-malformed", None, message);
     let parse = |text: &str| json_read::read(text).map_err(|error| read_fault(options, error));
     let several = options.parallel();
@@ -343,7 +348,7 @@ fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Json>>, 
         }
     };
     match options.wire.marked() {
-        Some(marked) => read_marked(options, marked, answer),
+        Some(marked) => read_marked(registry, options, marked, answer),
         None if answer.starts_with('{') || answer.starts_with('[') => {
             Ok(Some(as_list(parse(answer)?)?))
         }
@@ -356,6 +361,7 @@ fn read_calls(options: &CallOptions, answer: &str) -> Result<Option<Vec<Json>>, 
 /// arguments); `None` when the answer does not start with the format's trigger.
 /// Whitespace in and before a marker is read as layout.
 fn read_marked(
+    registry: &ToolRegistry,
     options: &CallOptions,
     marked: &Marked,
     answer: &str,
@@ -395,7 +401,7 @@ fn read_marked(
     let next_call = format!("{}{}", marked.separator, marked.before);
     let mut calls = Vec::new();
     loop {
-        let (call, after) = read_marked_call(options, marked, rest, calls.is_empty())?;
+        let (call, after) = read_marked_call(registry, options, marked, rest, calls.is_empty())?;
         calls.push(call);
         rest = after;
         match after_marker(rest, &next_call) {
@@ -434,6 +440,7 @@ fn read_marked(
 /// One call of a marked wire format at the start of `text` (after the separator before
 /// it, unless it is the `first`), and the text after it.
 fn read_marked_call<'t>(
+    registry: &ToolRegistry,
     options: &CallOptions,
     marked: &Marked,
     text: &'t str,
@@ -466,11 +473,11 @@ fn read_marked_call<'t>(
                 json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
             (call, &rest[end..])
         }
-        NamePlace::Outside { middle, tag } => {
+        NamePlace::Outside { .. } | NamePlace::Parameters(_) => {
             let name_end = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
                 .unwrap_or(rest.len());
-            let (name, mut rest) = rest.split_at(name_end);
+            let (name, rest) = rest.split_at(name_end);
             if rest.is_empty() {
                 return Err(truncated());
             }
@@ -486,10 +493,30 @@ fn read_marked_call<'t>(
                     ),
                 ));
             }
-            rest = read_call_tag(options, tag, rest)?;
-            let rest = expect(rest, middle)?;
-            let (arguments, end) =
-                json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
+            let (arguments, rest) = match marked.name {
+                NamePlace::Parameters(tags) => {
+                    let rest = expect(rest, tags.after_name)?;
+                    let schema = registry
+                        .get(name)
+                        .map_or(&Value::Null, |tool| &tool.parameters);
+                    parameters::read_arguments(&tags, schema, rest).map_err(
+                        |fault| match fault {
+                            ArgumentsFault::Truncated => truncated(),
+                            ArgumentsFault::Malformed(message) => {
+                                CallFault::one("call-malformed", Some(name), message)
+                            }
+                        },
+                    )?
+                }
+                NamePlace::Outside { middle, tag } => {
+                    let rest = read_call_tag(options, tag, rest)?;
+                    let rest = expect(rest, middle)?;
+                    let (arguments, end) =
+                        json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
+                    (arguments, &rest[end..])
+                }
+                NamePlace::InObject => unreachable!("matched above"),
+            };
             let call = Json::Object(vec![
                 (
                     options.wire.name_key().to_string(),
@@ -497,7 +524,7 @@ fn read_marked_call<'t>(
                 ),
                 (options.wire.arguments_key().to_string(), arguments),
             ]);
-            (call, &rest[end..])
+            (call, rest)
         }
     };
     Ok((call, expect(rest, marked.after)?))
@@ -899,7 +926,7 @@ fn example(options: &CallOptions) -> String {
 }
 
 /// The start of some text, for messages.
-fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     let mut shown: String = text.chars().take(40).collect();
     if shown.len() < text.len() {
         shown.push('…');

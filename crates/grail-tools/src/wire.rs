@@ -10,6 +10,12 @@
 //! validator, the `auto` answer's call start, the lazy grammar's trigger and the
 //! examples in messages are all read from this one description.
 
+use grail_schema::diagnostic::escape_pointer_token;
+
+use crate::json_read::{self, Json};
+use crate::parameters::{ValueKind, value_kind};
+use crate::registry::ToolRegistry;
+
 /// How a model writes a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WireFormat {
@@ -47,6 +53,13 @@ pub enum WireFormat {
     KimiK2,
     /// IBM Granite 3: `<|tool_call|>[{"name": …, "arguments": {…}}]` (always a list).
     Granite,
+    /// Qwen3-Coder's XML parameters: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE
+    /// \n</parameter>\n…</function>\n</tool_call>`, a string argument written as it is,
+    /// any other as JSON; several calls separated by a newline.
+    Qwen3Xml,
+    /// GLM 4.5 and later: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE
+    /// </arg_value>\n…</tool_call>`, values as in [`WireFormat::Qwen3Xml`].
+    Glm,
 }
 
 /// The layout of a marked wire format (see the module doc): `open`, then the calls
@@ -87,6 +100,27 @@ pub(crate) enum NamePlace {
         /// What follows the name before `middle`.
         tag: CallTag,
     },
+    /// Before the arguments, outside the JSON, each argument apart (see
+    /// [`ParameterTags`]).
+    Parameters(ParameterTags),
+}
+
+/// How a format writes each argument apart (Qwen3-Coder's and GLM's tags): `key_open`,
+/// the argument's name, `key_close`, the value, `value_close`, then `trailer`. A value
+/// whose schema is a string (`"type": "string"`, or an enum or const of strings) is
+/// written as it is, up to `value_close`; any other as JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ParameterTags {
+    /// After the tool's name, before the first argument.
+    pub after_name: &'static str,
+    /// Before an argument's name.
+    pub key_open: &'static str,
+    /// Between an argument's name and its value.
+    pub key_close: &'static str,
+    /// After a value: a string value never contains it.
+    pub value_close: &'static str,
+    /// After `value_close`.
+    pub trailer: &'static str,
 }
 
 /// What a format writes between a tool's name and its arguments' marker.
@@ -228,9 +262,50 @@ const GRANITE: Marked = Marked {
     special_tokens: &["<|tool_call|>"],
 };
 
+const QWEN3_XML: Marked = Marked {
+    trigger: HERMES_OPEN,
+    open: "",
+    separator: "\n",
+    close: "",
+    before: "<tool_call>\n<function=",
+    name: NamePlace::Parameters(ParameterTags {
+        after_name: ">\n",
+        key_open: "<parameter=",
+        key_close: ">\n",
+        value_close: "\n</parameter>",
+        trailer: "\n",
+    }),
+    after: "</function>\n</tool_call>",
+    special_tokens: &[HERMES_OPEN, HERMES_CLOSE],
+};
+
+const GLM: Marked = Marked {
+    trigger: HERMES_OPEN,
+    open: "",
+    separator: "\n",
+    close: "",
+    before: HERMES_OPEN,
+    name: NamePlace::Parameters(ParameterTags {
+        after_name: "\n",
+        key_open: "<arg_key>",
+        key_close: "</arg_key>\n<arg_value>",
+        value_close: "</arg_value>",
+        trailer: "\n",
+    }),
+    after: HERMES_CLOSE,
+    special_tokens: &[
+        HERMES_OPEN,
+        HERMES_CLOSE,
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+    ],
+};
+
 impl WireFormat {
     /// Every format, in the order of their labels.
-    pub const ALL: [WireFormat; 11] = [
+    pub const ALL: [WireFormat; 13] = [
         WireFormat::OpenAi,
         WireFormat::ToolArgs,
         WireFormat::Hermes,
@@ -242,11 +317,13 @@ impl WireFormat {
         WireFormat::DeepSeekV31,
         WireFormat::KimiK2,
         WireFormat::Granite,
+        WireFormat::Qwen3Xml,
+        WireFormat::Glm,
     ];
 
     /// The format's label (`openai`, `tool-args`, `hermes`, `llama3`,
     /// `llama3-python-tag`, `mistral`, `mistral-v11`, `deepseek`, `deepseek-v3.1`,
-    /// `kimi-k2`, `granite`).
+    /// `kimi-k2`, `granite`, `qwen3-xml`, `glm`).
     pub fn label(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",
@@ -260,14 +337,17 @@ impl WireFormat {
             WireFormat::DeepSeekV31 => "deepseek-v3.1",
             WireFormat::KimiK2 => "kimi-k2",
             WireFormat::Granite => "granite",
+            WireFormat::Qwen3Xml => "qwen3-xml",
+            WireFormat::Glm => "glm",
         }
     }
 
     /// The format a model's chat template teaches, from the markers its tool section
     /// writes (see docs/tool-calling.md's table): Kimi K2's and DeepSeek's call tokens
     /// (V3 and R1 fence the arguments in a JSON block, V3.1 does not), Granite's
-    /// `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on), Hermes' and
-    /// Qwen's `<tool_call>`, and Llama 3.1–3.3's `ipython` role (their templates write
+    /// `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on), GLM's
+    /// `<arg_key>`, Qwen3-Coder's `<function=` and `<parameter=`, Hermes' and Qwen's
+    /// `<tool_call>`, and Llama 3.1–3.3's `ipython` role (their templates write
     /// custom calls as bare JSON; `llama3-python-tag` is chosen by name). None when the
     /// template shows none of them (SmolLM2's, or a family Grail does not know yet).
     pub fn detect_from_template(template: &str) -> Option<WireFormat> {
@@ -285,6 +365,10 @@ impl WireFormat {
             Some(WireFormat::MistralV11)
         } else if has("[TOOL_CALLS]") {
             Some(WireFormat::Mistral)
+        } else if has("<arg_key>") && has("<arg_value>") {
+            Some(WireFormat::Glm)
+        } else if has("<tool_call>") && has("<function=") && has("<parameter=") {
+            Some(WireFormat::Qwen3Xml)
         } else if has("<tool_call>") {
             Some(WireFormat::Hermes)
         } else if has("<|start_header_id|>") && has("ipython") {
@@ -343,6 +427,8 @@ impl WireFormat {
             WireFormat::DeepSeekV31 => Some(&DEEPSEEK_V31),
             WireFormat::KimiK2 => Some(&KIMI_K2),
             WireFormat::Granite => Some(&GRANITE),
+            WireFormat::Qwen3Xml => Some(&QWEN3_XML),
+            WireFormat::Glm => Some(&GLM),
         }
     }
 
@@ -350,15 +436,29 @@ impl WireFormat {
     pub(crate) fn name_outside(self) -> bool {
         matches!(
             self.marked().map(|marked| marked.name),
-            Some(NamePlace::Outside { .. })
+            Some(NamePlace::Outside { .. } | NamePlace::Parameters(_))
         )
     }
 
     /// `calls` (each a tool's name and its arguments as JSON text) as this format writes
     /// them, as Grail's grammar would have them written: a list on the JSON wires when
     /// `list` (or there are several), the markers of the others. For prompts that show
-    /// earlier calls, and for examples in messages.
+    /// earlier calls, and for examples in messages. Formats that write each argument
+    /// apart write string arguments as they are and others as JSON; with the tools at
+    /// hand, [`WireFormat::write_calls_for`] decides by each argument's schema instead.
     pub fn write_calls(self, calls: &[(&str, &str)], list: bool) -> String {
+        self.write_calls_for(&ToolRegistry::default(), calls, list)
+    }
+
+    /// [`WireFormat::write_calls`], each argument written as its schema in `registry`
+    /// says where the format writes arguments apart (a string argument as it is, any
+    /// other as JSON).
+    pub fn write_calls_for(
+        self,
+        registry: &ToolRegistry,
+        calls: &[(&str, &str)],
+        list: bool,
+    ) -> String {
         let object = |name: &str, arguments: &str| {
             format!(
                 "{{\"{}\": {}, \"{}\": {arguments}}}",
@@ -390,6 +490,10 @@ impl WireFormat {
                         };
                         format!("{name}{tag}{middle}{arguments}")
                     }
+                    NamePlace::Parameters(tags) => {
+                        let schema = registry.get(name).map(|tool| &tool.parameters);
+                        format!("{name}{}{}", tags.after_name, tags.write(arguments, schema))
+                    }
                 };
                 format!("{}{call}{}", marked.before, marked.after)
             })
@@ -400,6 +504,45 @@ impl WireFormat {
             written.join(marked.separator),
             marked.close
         )
+    }
+}
+
+impl ParameterTags {
+    /// `arguments` (a JSON object's text) as these tags write them, strings as they are
+    /// where `schema` (the tool's arguments' schema, when known) makes them text (see
+    /// `parameters.rs`); arguments that are no object (an example's `{…}`) as one
+    /// placeholder argument.
+    fn write(&self, arguments: &str, schema: Option<&serde_json::Value>) -> String {
+        let argument = |key: &str, value: &str| {
+            format!(
+                "{}{key}{}{value}{}{}",
+                self.key_open, self.key_close, self.value_close, self.trailer
+            )
+        };
+        // Read as written (numbers keep their digits), not through `serde_json::Value`.
+        match json_read::read(arguments) {
+            Ok(Json::Object(members)) => members
+                .iter()
+                .map(|(key, value)| {
+                    let property = schema.and_then(|schema| {
+                        schema.pointer(&format!("/properties/{}", escape_pointer_token(key)))
+                    });
+                    let as_text = match property.map(value_kind) {
+                        Some(kind) => matches!(kind, ValueKind::Text(_)),
+                        None => matches!(value, Json::String(_)),
+                    };
+                    match (value, as_text) {
+                        (Json::String(text), true) => argument(key, text),
+                        (other, _) => {
+                            let mut written = String::new();
+                            other.write_compact(&mut written);
+                            argument(key, &written)
+                        }
+                    }
+                })
+                .collect(),
+            _ => argument("ARGUMENT", "VALUE"),
+        }
     }
 }
 

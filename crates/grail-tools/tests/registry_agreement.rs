@@ -106,12 +106,14 @@ fn call_object(wire: WireFormat, (name, arguments): &CallText) -> String {
 
 /// Calls as the wire format writes them (the formats' shapes are pinned apart, in
 /// `cases.rs`).
-fn render_calls(options: &CallOptions, calls: &[CallText]) -> String {
+fn render_calls(registry: &ToolRegistry, options: &CallOptions, calls: &[CallText]) -> String {
     let calls: Vec<(&str, &str)> = calls
         .iter()
         .map(|(name, arguments)| (name.as_str(), arguments.as_str()))
         .collect();
-    options.wire.write_calls(&calls, options.parallel())
+    options
+        .wire
+        .write_calls_for(registry, &calls, options.parallel())
 }
 
 /// `number` as an integer when its value is one (`1.0`, `1e2`), else as it is.
@@ -195,7 +197,7 @@ fn integral_numbers(json: &str) -> String {
 }
 
 /// An accepted output written as the grammar writes it.
-fn as_grammar_writes(options: &CallOptions, checked: &Checked) -> String {
+fn as_grammar_writes(registry: &ToolRegistry, options: &CallOptions, checked: &Checked) -> String {
     let mut text = match (&checked.reasoning, options.think) {
         (Some(reasoning), Think::Forced) => format!("{reasoning}</think>"),
         (Some(reasoning), _) => format!("<think>{reasoning}</think>"),
@@ -208,7 +210,7 @@ fn as_grammar_writes(options: &CallOptions, checked: &Checked) -> String {
             .iter()
             .map(|call| call_text(&call.name, &integral_numbers(call.arguments.text())))
             .collect();
-        text.push_str(&render_calls(options, &calls));
+        text.push_str(&render_calls(registry, options, &calls));
     }
     text
 }
@@ -265,17 +267,17 @@ fn crafted(registry: &ToolRegistry, options: &CallOptions, samples: &[String]) -
         }
     }
     for (index, call) in calls.iter().enumerate() {
-        texts.push(render_calls(options, std::slice::from_ref(call)));
+        texts.push(render_calls(registry, options, std::slice::from_ref(call)));
         if index >= 3 {
             continue;
         }
         texts.push(call_object(wire, call));
         texts.push(format!(
             "Sure. {}",
-            render_calls(options, std::slice::from_ref(call))
+            render_calls(registry, options, std::slice::from_ref(call))
         ));
     }
-    texts.push(render_calls(options, &calls[1..3]));
+    texts.push(render_calls(registry, options, &calls[1..3]));
     for sample in samples {
         texts.push(format!("{sample}x"));
         texts.push(format!("{sample}}}"));
@@ -365,7 +367,7 @@ fn judge(
             })
         }
         (false, Ok(checked)) => {
-            let rewritten = as_grammar_writes(options, &checked);
+            let rewritten = as_grammar_writes(registry, options, &checked);
             (!matches(grammar, &rewritten)).then(|| {
                 format!(
                     "{text:?}: the validator accepts, the grammar matches neither it nor {rewritten:?}"
