@@ -12,7 +12,7 @@ use grail_server::{
     AppState, Backend, EmbeddedBackend, EmbeddedOptions, PlanSettings, RemoteBackend, RemoteKind,
     ServeError, ServerSettings,
 };
-use grail_tools::WireFormat;
+use grail_tools::{Think, WireFormat};
 
 use crate::generate::{
     DEFAULT_CONTEXT, DEFAULT_REPEAT_PENALTY, ensure_default_model, load_batch_model,
@@ -71,6 +71,16 @@ pub struct ServeArgs {
     /// OpenAI `tool_calls`).
     #[arg(long, default_value = "openai", value_parser = wire_format)]
     wire: WireFormat,
+    /// A reasoning block before answers with tools and unconstrained text answers, for
+    /// thinking models: `optional` (`<think>…</think>` may come first), `required` (it
+    /// must), `forced` (the chat template's generation prompt opens `<think>`), or `off`.
+    /// Its text is returned as `reasoning_content`.
+    #[arg(
+        long,
+        default_value = "off",
+        value_name = "off|optional|required|forced"
+    )]
+    think: Think,
     /// `max_tokens` when a request gives none.
     #[arg(long, default_value_t = 512)]
     default_max_tokens: usize,
@@ -229,6 +239,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         allowed_origins: args.allowed_origins.clone(),
         plan: PlanSettings {
             wire: args.wire,
+            think: args.think,
             default_max_tokens: args.default_max_tokens,
             max_tokens_limit: args.max_tokens_limit,
             default_temperature: args.temperature,

@@ -18,7 +18,7 @@ use std::time::Instant;
 use axum::http::StatusCode;
 use grail_engine::Matcher;
 use grail_gen::Message;
-use grail_tools::{ToolCall, validate_output};
+use grail_tools::{Think, ToolCall, validate_output};
 use serde_json::Value;
 
 use crate::backend::{Backend, BackendError, Ending, Generate};
@@ -42,6 +42,8 @@ pub enum Event {
 pub struct Completion {
     /// The answer's text (`None` with calls and no text before them).
     pub content: Option<String>,
+    /// The reasoning block's text, when the answer had one (`reasoning_content`).
+    pub reasoning: Option<String>,
     /// Whether `content` was already sent as [`Event::Content`].
     pub content_sent: bool,
     /// The calls.
@@ -100,7 +102,12 @@ fn answer_inner(
     deadline: Instant,
     sink: &mut dyn EventSink,
 ) -> Option<Event> {
+    // An unconstrained text answer's reasoning block is split off at the end.
+    let splits_reasoning = plan.think != Think::Off
+        && plan.grammar.is_none()
+        && matches!(plan.answer, AnswerKind::Text(_));
     let live = plan.stream
+        && !splits_reasoning
         && match &plan.answer {
             AnswerKind::Text(check) => !check.may_fail,
             AnswerKind::Tools { .. } => false,
@@ -212,29 +219,34 @@ fn answer_inner(
         }
         let text = scanner.text().to_string();
         let complete = matcher.as_ref().is_none_or(Matcher::is_accepting);
-        let done =
-            |content: Option<String>, tool_calls: Vec<ToolCall>, finish_reason: &'static str| {
-                Event::Done(Completion {
-                    content,
-                    content_sent: live,
-                    tool_calls,
-                    finish_reason,
-                    prompt_tokens,
-                    completion_tokens,
-                    cached_tokens,
-                    forced_tokens,
-                    grammar_seconds,
-                    attempts: attempt,
-                })
-            };
+        let done = |reasoning: Option<String>,
+                    content: Option<String>,
+                    tool_calls: Vec<ToolCall>,
+                    finish_reason: &'static str| {
+            Event::Done(Completion {
+                content,
+                reasoning,
+                content_sent: live,
+                tool_calls,
+                finish_reason,
+                prompt_tokens,
+                completion_tokens,
+                cached_tokens,
+                forced_tokens,
+                grammar_seconds,
+                attempts: attempt,
+            })
+        };
         match written.ending {
             // Cut off by the token limit: what was written, as OpenAI does.
-            Ending::Length if !complete => return Some(done(Some(text), Vec::new(), "length")),
+            Ending::Length if !complete => {
+                return Some(done(None, Some(text), Vec::new(), "length"));
+            }
             Ending::Length if plan.grammar.is_none() => {
-                return Some(done(Some(text), Vec::new(), "length"));
+                return Some(done(None, Some(text), Vec::new(), "length"));
             }
             Ending::Interrupted if scanner.stopped() => {
-                return Some(done(Some(text), Vec::new(), "stop"));
+                return Some(done(None, Some(text), Vec::new(), "stop"));
             }
             _ if !complete => {
                 return Some(Event::Failed(ApiError::new(
@@ -249,24 +261,31 @@ fn answer_inner(
             _ => {}
         }
         let verdict = match &plan.answer {
-            AnswerKind::Text(_) => {
-                check_text(validator.as_ref(), &text).map(|()| (Some(text.clone()), Vec::new()))
+            AnswerKind::Text(_) if splits_reasoning => {
+                let (reasoning, content) = split_reasoning(plan.think, &text);
+                check_text(validator.as_ref(), &content)
+                    .map(|()| (reasoning, Some(content), Vec::new()))
             }
+            AnswerKind::Text(_) => check_text(validator.as_ref(), &text)
+                .map(|()| (None, Some(text.clone()), Vec::new())),
             AnswerKind::Tools {
                 registry, options, ..
             } => match validate_output(registry, options, &text) {
-                Ok(checked) if !checked.calls.is_empty() => {
-                    Ok((checked.text.filter(|text| !text.is_empty()), checked.calls))
-                }
+                Ok(checked) if !checked.calls.is_empty() => Ok((
+                    checked.reasoning,
+                    checked.text.filter(|text| !text.is_empty()),
+                    checked.calls,
+                )),
                 Ok(checked) => {
                     let content = checked.text.unwrap_or_default();
-                    check_text(validator.as_ref(), &content).map(|()| (Some(content), Vec::new()))
+                    check_text(validator.as_ref(), &content)
+                        .map(|()| (checked.reasoning, Some(content), Vec::new()))
                 }
                 Err(fault) => Err(fault.feedback()),
             },
         };
         match verdict {
-            Ok((content, calls)) => {
+            Ok((reasoning, content, calls)) => {
                 let reason = if calls.is_empty() {
                     if written.ending == Ending::Length {
                         "length"
@@ -276,7 +295,7 @@ fn answer_inner(
                 } else {
                     "tool_calls"
                 };
-                return Some(done(content, calls, reason));
+                return Some(done(reasoning, content, calls, reason));
             }
             Err(feedback) if attempt < attempts && !live => {
                 let retry = [
@@ -314,6 +333,26 @@ fn text_check(answer: &AnswerKind) -> &TextCheck {
 }
 
 /// Checks JSON text against the schema (feedback for the model when it fails).
+/// An unconstrained answer's reasoning block and the rest: the text inside `<think>` …
+/// `</think>` (from the start with `forced`, where the prompt opened it), the rest with
+/// the whitespace around it trimmed. An answer without the block is all content; one
+/// whose block never closes is all reasoning.
+fn split_reasoning(think: Think, text: &str) -> (Option<String>, String) {
+    let trimmed = text.trim_start();
+    let inside = match think {
+        Think::Off => return (None, text.to_string()),
+        Think::Forced => text,
+        Think::Optional | Think::Required => match trimmed.strip_prefix("<think>") {
+            Some(inside) => inside,
+            None => return (None, text.to_string()),
+        },
+    };
+    match inside.split_once("</think>") {
+        Some((reasoning, rest)) => (Some(reasoning.to_string()), rest.trim().to_string()),
+        None => (Some(inside.to_string()), String::new()),
+    }
+}
+
 fn check_text(validator: Option<&jsonschema::Validator>, text: &str) -> Result<(), String> {
     let Some(validator) = validator else {
         return Ok(());

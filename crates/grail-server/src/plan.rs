@@ -19,7 +19,7 @@ use grail_gen::{Message, MessageToolCall, SamplingParams, ToolsShown, messages_w
 use grail_grammar::{CheckOptions, Grammar, compose};
 use grail_schema::{Mode, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 use grail_tools::{
-    CallOptions, ToolChoice, ToolRegistry, ToolsError, WireFormat, tool_call_grammar,
+    CallOptions, Think, ToolChoice, ToolRegistry, ToolsError, WireFormat, tool_call_grammar,
 };
 use serde_json::{Value, json};
 
@@ -60,12 +60,16 @@ pub struct PlanSettings {
     /// The most nodes of a request's compiled grammar (grail-engine counts about 16
     /// bytes a node; what planning it takes grows with it).
     pub max_grammar_nodes: usize,
+    /// A reasoning block (`<think>…</think>`) before answers with tools and unconstrained
+    /// text answers, returned as `reasoning_content` (off: none).
+    pub think: Think,
 }
 
 impl Default for PlanSettings {
     fn default() -> PlanSettings {
         PlanSettings {
             wire: WireFormat::OpenAi,
+            think: Think::Off,
             default_max_tokens: 512,
             max_tokens_limit: 4096,
             default_temperature: 0.0,
@@ -128,6 +132,9 @@ pub struct Plan {
     pub include_usage: bool,
     /// Warnings to log (a lenient schema's weakened keywords).
     pub warnings: Vec<String>,
+    /// The reasoning block an unconstrained text answer may start with (tool answers
+    /// carry theirs in their call options).
+    pub think: Think,
 }
 
 /// Builds the plan of `request` (a 400 error naming the field when it cannot be served).
@@ -220,6 +227,7 @@ pub fn plan(
             .as_ref()
             .is_some_and(|options| options.include_usage),
         warnings,
+        think: settings.think,
     })
 }
 
@@ -232,6 +240,7 @@ fn call_options(request: &ChatRequest, settings: &PlanSettings, choice: ToolChoi
             Some(true) => Some(settings.max_parallel_calls),
             _ => Some(1),
         },
+        think: settings.think,
         ..CallOptions::default()
     }
 }

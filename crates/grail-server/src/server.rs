@@ -818,10 +818,13 @@ impl ChunkWriter {
     }
 }
 
-/// The deltas sent once an answer is checked: text not yet sent, then each call (its
-/// id and name first, its arguments after, as OpenAI streams them).
+/// The deltas sent once an answer is checked: the reasoning, text not yet sent, then
+/// each call (its id and name first, its arguments after, as OpenAI streams them).
 fn final_deltas(completion: &Completion) -> Vec<Value> {
     let mut deltas = Vec::new();
+    if let Some(reasoning) = &completion.reasoning {
+        deltas.push(json!({"reasoning_content": reasoning}));
+    }
     if !completion.content_sent
         && let Some(content) = completion
             .content
@@ -870,6 +873,9 @@ fn usage_json(completion: &Completion) -> Value {
 /// The `chat.completion` object.
 fn completion_body(id: &str, created: u64, model: &str, completion: &Completion) -> Value {
     let mut message = json!({"role": "assistant", "content": completion.content});
+    if let Some(reasoning) = &completion.reasoning {
+        message["reasoning_content"] = json!(reasoning);
+    }
     if !completion.tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(
             completion

@@ -870,3 +870,107 @@ fn a_template_with_a_tool_section_reads_the_tools_and_the_calls_itself() {
     assert_eq!(status, 200, "{answer}");
     assert!(answer["usage"]["prompt_tokens"].as_u64().unwrap() > expected as u64 + 100);
 }
+
+/// A backend that writes one fixed answer, a few bytes at a time.
+struct Scripted(&'static str);
+
+impl Backend for Scripted {
+    fn model_id(&self) -> String {
+        "scripted".into()
+    }
+    fn ready(&self) -> bool {
+        true
+    }
+    fn generate(
+        &self,
+        _request: &Generate,
+        observer: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
+    ) -> Result<Written, BackendError> {
+        let mut start = 0;
+        while start < self.0.len() {
+            let mut end = (start + 5).min(self.0.len());
+            while !self.0.is_char_boundary(end) {
+                end += 1;
+            }
+            if observer(&self.0[start..end]).is_break() {
+                break;
+            }
+            start = end;
+        }
+        Ok(Written {
+            text: self.0.to_string(),
+            prompt_tokens: 10,
+            completion_tokens: self.0.len(),
+            ..Written::default()
+        })
+    }
+}
+
+fn thinking(think: grail_tools::Think) -> ServerSettings {
+    let mut settings = quiet();
+    settings.plan.think = think;
+    settings
+}
+
+#[test]
+fn a_reasoning_block_comes_back_as_reasoning_content() {
+    use grail_tools::Think;
+    let call = r#"{"name": "get_weather", "arguments": {"city": "Rome", "unit": "celsius"}}"#;
+    let answer: &'static str =
+        Box::leak(format!("<think>Rome, so get_weather.</think>\n{call}").into_boxed_str());
+    let server = TestServer::start(Arc::new(Scripted(answer)), thinking(Think::Required));
+    let body = json!({"messages": user("Weather in Rome?"), "tools": weather_tools(), "tool_choice": "required"});
+    let (status, reply) = post(&server, &body);
+    assert_eq!(status, 200, "{reply}");
+    let message = &reply["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], "Rome, so get_weather.");
+    assert_call_valid(&weather_tools(), &message["tool_calls"][0]);
+    // Streamed: the reasoning first, then the call.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let response = agent()
+        .post(&server.url("/v1/chat/completions"))
+        .header("Content-Type", "application/json")
+        .send(&streamed.to_string())
+        .unwrap();
+    let text = response.into_body().read_to_string().unwrap();
+    let deltas: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|event| *event != "[DONE]")
+        .map(|event| serde_json::from_str::<Value>(event).unwrap()["choices"][0]["delta"].clone())
+        .collect();
+    let reasoning = deltas
+        .iter()
+        .position(|delta| delta["reasoning_content"] == "Rome, so get_weather.");
+    let first_call = deltas
+        .iter()
+        .position(|delta| delta.get("tool_calls").is_some());
+    assert!(reasoning.is_some() && reasoning < first_call, "{deltas:?}");
+
+    // An unconstrained text answer: the block split off, the rest is the content.
+    let server = TestServer::start(
+        Arc::new(Scripted("<think>A greeting.</think>\n\nHello!")),
+        thinking(Think::Optional),
+    );
+    let (status, reply) = post(&server, &json!({"messages": user("Hi")}));
+    assert_eq!(status, 200, "{reply}");
+    let message = &reply["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], "A greeting.");
+    assert_eq!(message["content"], "Hello!");
+    // Without --think, the text is the content as written.
+    let server = TestServer::start(
+        Arc::new(Scripted("<think>A greeting.</think>\n\nHello!")),
+        quiet(),
+    );
+    let (_, reply) = post(&server, &json!({"messages": user("Hi")}));
+    assert!(
+        reply["choices"][0]["message"]
+            .get("reasoning_content")
+            .is_none()
+    );
+    assert_eq!(
+        reply["choices"][0]["message"]["content"],
+        "<think>A greeting.</think>\n\nHello!"
+    );
+}
