@@ -71,42 +71,12 @@ pub fn calls_to_grammar_framed(
             diagnostics: vec![problem],
         });
     }
-    let root = draft_root(calls);
     let arguments_key = escape_pointer_token(keys.arguments);
-    let call_pointers: Vec<String> = calls
-        .iter()
-        .map(|call| joined(&["/$defs/", &escape_pointer_token(call.name)]))
-        .collect();
-    let places: Vec<String> = call_pointers
-        .iter()
-        .map(|pointer| joined(&[pointer, "/properties/", &arguments_key]))
-        .collect();
-    let mounts: Vec<Mount<'_>> = calls
-        .iter()
-        .zip(&places)
-        .map(|(call, at)| Mount {
-            at,
-            schema: call.arguments,
-        })
-        .collect();
-    let document = Document {
-        root: &root,
-        mounts: &mounts,
+    let place = |pointer: &str| joined(&[pointer, "/properties/", &arguments_key]);
+    let mut write = |emitter: &mut Emitter<'_>, call: &Call<'_>, pointer: &str| {
+        write_call(emitter, pointer, call.name, keys)
     };
-    let mut emitter = Emitter::new(Reader::new(document, options), options, None);
-    let calls_rule = emitter.declare(name);
-    let mut choices = Vec::with_capacity(calls.len());
-    for (call, pointer) in calls.iter().zip(&call_pointers) {
-        choices.push(Expr::Rule(write_call(
-            &mut emitter,
-            pointer,
-            call.name,
-            keys,
-        )));
-    }
-    emitter.define(calls_rule, Expr::Choice(choices));
-    emitter.frame_root(calls_rule, frame);
-    emitter.finish()
+    write_calls(calls, options, name, &place, &mut write, frame)
 }
 
 /// How one call is written when the name stands outside the JSON: from the tool's name and
@@ -173,14 +143,43 @@ pub fn named_calls_to_grammar_framed(
             diagnostics: vec![problem],
         });
     }
+    let place = |pointer: &str| pointer.to_string();
+    let mut write = |emitter: &mut Emitter<'_>, call: &Call<'_>, pointer: &str| {
+        let rule = emitter.declare(format!("{}-call", rule_name(pointer)));
+        let mut rules = ArgumentRules {
+            emitter,
+            place: pointer,
+        };
+        let body = write_call(call.name, &mut rules);
+        emitter.define(rule, body);
+        rule
+    };
+    write_calls(calls, options, name, &place, &mut write, frame)
+}
+
+/// The rule `name` of one call of any of `calls` (each call's rule written by `write`
+/// from its pointer, `/$defs/<tool>`), each tool's arguments mounted at the place
+/// `arguments_place` gives for its pointer, with `frame` writing the root around it.
+fn write_calls(
+    calls: &[Call<'_>],
+    options: &SchemaOptions,
+    name: &str,
+    arguments_place: &dyn Fn(&str) -> String,
+    write: &mut dyn FnMut(&mut Emitter<'_>, &Call<'_>, &str) -> RuleId,
+    frame: Frame<'_>,
+) -> Result<SchemaGrammar, SchemaError> {
     let root = draft_root(calls);
     let call_pointers: Vec<String> = calls
         .iter()
         .map(|call| joined(&["/$defs/", &escape_pointer_token(call.name)]))
         .collect();
+    let places: Vec<String> = call_pointers
+        .iter()
+        .map(|pointer| arguments_place(pointer))
+        .collect();
     let mounts: Vec<Mount<'_>> = calls
         .iter()
-        .zip(&call_pointers)
+        .zip(&places)
         .map(|(call, at)| Mount {
             at,
             schema: call.arguments,
@@ -192,17 +191,11 @@ pub fn named_calls_to_grammar_framed(
     };
     let mut emitter = Emitter::new(Reader::new(document, options), options, None);
     let calls_rule = emitter.declare(name);
-    let mut choices = Vec::with_capacity(calls.len());
-    for (call, pointer) in calls.iter().zip(&call_pointers) {
-        let rule = emitter.declare(format!("{}-call", rule_name(pointer)));
-        let mut rules = ArgumentRules {
-            emitter: &mut emitter,
-            place: pointer,
-        };
-        let body = write_call(call.name, &mut rules);
-        emitter.define(rule, body);
-        choices.push(Expr::Rule(rule));
-    }
+    let choices = calls
+        .iter()
+        .zip(&call_pointers)
+        .map(|(call, pointer)| Expr::Rule(write(&mut emitter, call, pointer)))
+        .collect();
     emitter.define(calls_rule, Expr::Choice(choices));
     emitter.frame_root(calls_rule, frame);
     emitter.finish()
