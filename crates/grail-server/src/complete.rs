@@ -18,8 +18,8 @@ use std::time::Instant;
 use axum::http::StatusCode;
 use grail_engine::Matcher;
 use grail_gen::Message;
-use grail_tools::{Think, ToolCall, validate_output};
-use serde_json::Value;
+use grail_tools::{CallStream, StreamDelta, Think, ToolCall, validate_output};
+use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, Ending, Generate};
 use crate::error::ApiError;
@@ -31,6 +31,9 @@ use crate::stop::StopScanner;
 pub enum Event {
     /// Answer text, sent as it is written.
     Content(String),
+    /// Another delta sent as it is written (a streamed call's name or arguments, the
+    /// reasoning), as OpenAI's `delta` object.
+    Delta(Value),
     /// The answer.
     Done(Completion),
     /// The request failed.
@@ -46,6 +49,8 @@ pub struct Completion {
     pub reasoning: Option<String>,
     /// Whether `content` was already sent as [`Event::Content`].
     pub content_sent: bool,
+    /// Whether the reasoning and the calls were already sent as [`Event::Delta`]s.
+    pub calls_sent: bool,
     /// The calls.
     pub tool_calls: Vec<ToolCall>,
     /// OpenAI's `finish_reason`: `stop`, `length` or `tool_calls`.
@@ -112,6 +117,14 @@ fn answer_inner(
             AnswerKind::Text(check) => !check.may_fail,
             AnswerKind::Tools { .. } => false,
         };
+    // Calls stream as they are written when the grammar holds all the validator checks
+    // (docs/server.md, "Streaming").
+    let live_calls = match &plan.answer {
+        AnswerKind::Tools { options, text, .. } if plan.stream => {
+            CallStream::streams_live(options) && !text.may_fail && plan.warnings.is_empty()
+        }
+        _ => false,
+    };
     let validator = match text_check(&plan.answer)
         .schema
         .as_deref()
@@ -155,6 +168,11 @@ fn answer_inner(
             sampling: plan.sampling.clone(),
             deadline: Some(deadline),
         };
+        let mut call_stream = match &plan.answer {
+            AnswerKind::Tools { options, .. } if live_calls => Some(CallStream::new(options)),
+            _ => None,
+        };
+        let call_ids = CallIds::new(attempt);
         let mut observer = |piece: &str| {
             if let Some(matcher) = matcher.as_mut()
                 && matcher.accept_bytes(piece.as_bytes()).is_err()
@@ -165,6 +183,12 @@ fn answer_inner(
                 return ControlFlow::Break(());
             }
             written_bytes += piece.len();
+            if let Some(stream) = call_stream.as_mut()
+                && !send_deltas(sink, &call_ids, stream.push(piece))
+            {
+                gone = true;
+                return ControlFlow::Break(());
+            }
             let released = scanner.push(piece);
             if live && !released.is_empty() {
                 if !sink.send(Event::Content(released.to_string())) {
@@ -217,6 +241,11 @@ fn answer_inner(
         if live && !rest.is_empty() && !sink.send(Event::Content(rest)) {
             return None;
         }
+        if let Some(stream) = call_stream.as_mut()
+            && !send_deltas(sink, &call_ids, stream.finish())
+        {
+            return None;
+        }
         let text = scanner.text().to_string();
         let complete = matcher.as_ref().is_none_or(Matcher::is_accepting);
         let done = |reasoning: Option<String>,
@@ -226,7 +255,8 @@ fn answer_inner(
             Event::Done(Completion {
                 content,
                 reasoning,
-                content_sent: live,
+                content_sent: live || live_calls,
+                calls_sent: live_calls,
                 tool_calls,
                 finish_reason,
                 prompt_tokens,
@@ -297,7 +327,7 @@ fn answer_inner(
                 };
                 return Some(done(reasoning, content, calls, reason));
             }
-            Err(feedback) if attempt < attempts && !live => {
+            Err(feedback) if attempt < attempts && !live && !live_calls => {
                 let retry = [
                     Message::new("assistant", text),
                     Message::new(
@@ -333,6 +363,40 @@ fn text_check(answer: &AnswerKind) -> &TextCheck {
 }
 
 /// Checks JSON text against the schema (feedback for the model when it fails).
+/// The ids of an attempt's streamed calls (`call_`, the attempt's time and number, the
+/// call's index): a streamed call needs its id before its arguments are written.
+struct CallIds(String);
+
+impl CallIds {
+    fn new(attempt: usize) -> CallIds {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        CallIds(format!("call_{nanos:016x}{attempt:02x}"))
+    }
+
+    fn of(&self, index: usize) -> String {
+        format!("{}{index:02x}", self.0)
+    }
+}
+
+/// Sends a call stream's deltas as events; false when nobody listens any more.
+fn send_deltas(sink: &mut dyn EventSink, ids: &CallIds, deltas: Vec<StreamDelta>) -> bool {
+    deltas.into_iter().all(|delta| {
+        sink.send(match delta {
+            StreamDelta::Content(text) => Event::Content(text),
+            StreamDelta::Reasoning(text) => Event::Delta(json!({"reasoning_content": text})),
+            StreamDelta::Call { index, name } => Event::Delta(json!({"tool_calls": [{
+                "index": index, "id": ids.of(index), "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }]})),
+            StreamDelta::Arguments { index, piece } => Event::Delta(json!({"tool_calls": [{
+                "index": index, "function": {"arguments": piece},
+            }]})),
+        })
+    })
+}
+
 /// An unconstrained answer's reasoning block and the rest: the text inside `<think>` …
 /// `</think>` (from the start with `forced`, where the prompt opened it), the rest with
 /// the whitespace around it trimmed. An answer without the block is all content; one

@@ -572,6 +572,8 @@ async fn start(
                     log.first_content();
                     content.push_str(&piece);
                 }
+                // Deltas are for streams; the completion holds the same.
+                Event::Delta(_) => {}
                 Event::Failed(error) => return Err(error),
                 Event::Done(completion) => {
                     // Not streamed: the whole answer is its first content.
@@ -632,6 +634,12 @@ async fn start(
                 Some(Event::Content(piece)) => {
                     if !send(chunk.chunk(json!({"content": piece}), None)).await {
                         // The client went away: dropping the receiver stops the answer.
+                        log.code = Some("client_disconnected");
+                        break;
+                    }
+                }
+                Some(Event::Delta(delta)) => {
+                    if !send(chunk.chunk(delta, None)).await {
                         log.code = Some("client_disconnected");
                         break;
                     }
@@ -822,7 +830,11 @@ impl ChunkWriter {
 /// each call (its id and name first, its arguments after, as OpenAI streams them).
 fn final_deltas(completion: &Completion) -> Vec<Value> {
     let mut deltas = Vec::new();
-    if let Some(reasoning) = &completion.reasoning {
+    if let Some(reasoning) = completion
+        .reasoning
+        .as_ref()
+        .filter(|_| !completion.calls_sent)
+    {
         deltas.push(json!({"reasoning_content": reasoning}));
     }
     if !completion.content_sent
@@ -833,7 +845,11 @@ fn final_deltas(completion: &Completion) -> Vec<Value> {
     {
         deltas.push(json!({"content": content}));
     }
-    for (index, call) in completion.tool_calls.iter().enumerate() {
+    let unsent = match completion.calls_sent {
+        true => &[][..],
+        false => completion.tool_calls.as_slice(),
+    };
+    for (index, call) in unsent.iter().enumerate() {
         deltas.push(json!({"tool_calls": [{
             "index": index, "id": call.id, "type": "function",
             "function": {"name": call.name, "arguments": ""},

@@ -940,13 +940,28 @@ fn a_reasoning_block_comes_back_as_reasoning_content() {
         .filter(|event| *event != "[DONE]")
         .map(|event| serde_json::from_str::<Value>(event).unwrap()["choices"][0]["delta"].clone())
         .collect();
-    let reasoning = deltas
-        .iter()
-        .position(|delta| delta["reasoning_content"] == "Rome, so get_weather.");
+    // Streamed as written: the reasoning in pieces, all before the call's.
     let first_call = deltas
         .iter()
-        .position(|delta| delta.get("tool_calls").is_some());
-    assert!(reasoning.is_some() && reasoning < first_call, "{deltas:?}");
+        .position(|delta| delta.get("tool_calls").is_some())
+        .unwrap();
+    let reasoning: String = deltas[..first_call]
+        .iter()
+        .filter_map(|delta| delta["reasoning_content"].as_str())
+        .collect();
+    assert_eq!(reasoning, "Rome, so get_weather.", "{deltas:?}");
+    let arguments: String = deltas[first_call..]
+        .iter()
+        .filter_map(|delta| delta["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert!(
+        deltas[first_call..].len() > 3,
+        "the arguments leave in pieces as written: {deltas:?}"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&arguments).unwrap(),
+        json!({"city": "Rome", "unit": "celsius"})
+    );
 
     // An unconstrained text answer: the block split off, the rest is the content.
     let server = TestServer::start(

@@ -172,6 +172,20 @@ impl CallStart {
         None
     }
 
+    /// Where a call's start that `text` has begun but not completed begins, if one may
+    /// still be under way at its end (what follows decides whether it is text).
+    pub(crate) fn pending(&self, text: &str) -> Option<usize> {
+        let mut state = 0;
+        let mut last_first = None;
+        for (index, c) in text.char_indices() {
+            if c == self.first() {
+                last_first = Some(index);
+            }
+            state = self.next[state][self.column(c)]?;
+        }
+        (state != 0).then_some(last_first).flatten()
+    }
+
     /// Text that never completes a call's start, from the automaton's start: one rule per
     /// state (`<name>`, `<name>-1`, …), each looping on the characters that keep it and
     /// ending anywhere.

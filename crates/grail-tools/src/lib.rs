@@ -37,6 +37,7 @@ mod lazy;
 mod numbers;
 mod parameters;
 mod registry;
+mod stream;
 mod validate;
 mod wire;
 
@@ -49,5 +50,6 @@ pub use grammar::{
 pub use lazy::{LazyGrammar, Trigger, lazy_tool_call_grammar};
 pub use numbers::{CALL_EXPONENT_DIGITS, CALL_INTEGER_DIGITS};
 pub use registry::{MAX_NAME_LEN, Tool, ToolRegistry};
+pub use stream::{CallStream, StreamDelta};
 pub use validate::{CallFault, Checked, Fault, ToolCall, validate_output};
 pub use wire::WireFormat;
