@@ -1,7 +1,7 @@
 //! `grail serve`: the OpenAI-compatible server (crate `grail-server`).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,8 @@ use grail_server::{
     ServeError, ServerSettings,
 };
 use grail_tools::{Think, WireFormat};
+
+use crate::tools::WireArg;
 
 use crate::generate::{
     DEFAULT_CONTEXT, DEFAULT_REPEAT_PENALTY, ensure_default_model, load_batch_model,
@@ -68,9 +70,9 @@ pub struct ServeArgs {
     #[arg(long)]
     split_cache: bool,
     /// The wire format the model writes tool calls in (the server turns them into
-    /// OpenAI `tool_calls`).
-    #[arg(long, default_value = "openai", value_parser = wire_format)]
-    wire: WireFormat,
+    /// OpenAI `tool_calls`); `auto`: the one the embedded model's chat template teaches.
+    #[arg(long, default_value = "openai", value_parser = WireArg::parser())]
+    wire: WireArg,
     /// A reasoning block before answers with tools and unconstrained text answers, for
     /// thinking models: `optional` (`<think>…</think>` may come first), `required` (it
     /// must), `forced` (the chat template's generation prompt opens `<think>`), or `off`.
@@ -144,13 +146,30 @@ pub struct ServeArgs {
     quiet: bool,
 }
 
-fn wire_format(label: &str) -> Result<WireFormat, String> {
-    WireFormat::from_label(label).ok_or_else(|| {
-        format!(
-            "unknown wire format `{label}`; use one of {}",
+/// The wire format of `--wire`, `auto` read from the chat template of the embedded
+/// model at `model` (a remote backend's template is not at hand).
+fn wire_format(wire: WireArg, model: Option<&Path>) -> anyhow::Result<WireFormat> {
+    let WireArg::Auto = wire else {
+        return Ok(wire.resolve(None).0);
+    };
+    let Some(model) = model else {
+        bail!(
+            "--wire auto reads the embedded model's chat template; with a remote backend, name the format ({})",
             WireFormat::ALL.map(WireFormat::label).join(", ")
-        )
-    })
+        );
+    };
+    let template = grail_vocab::chat_template_of_gguf(model)
+        .map_err(|error| anyhow::anyhow!("--wire auto: {error}"))?;
+    let (format, detected) = wire.resolve(template.as_deref());
+    eprintln!(
+        "wire: {} ({})",
+        format.label(),
+        match detected {
+            true => "detected from the model's chat template",
+            false => "the model's chat template shows no call format Grail knows",
+        }
+    );
+    Ok(format)
 }
 
 /// The remote backend a `--backend LABEL=URL` names.
@@ -187,12 +206,17 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let timeout = Duration::from_secs(args.request_timeout.max(1));
+    let embedded_model = match args.backend.as_str() {
+        "embedded" => Some(match &args.model {
+            Some(path) => PathBuf::from(path),
+            None => ensure_default_model()?,
+        }),
+        _ => None,
+    };
+    let wire = wire_format(args.wire, embedded_model.as_deref())?;
     let backend: Arc<dyn Backend> = match args.backend.split_once('=') {
         None if args.backend == "embedded" => {
-            let path = match &args.model {
-                Some(path) => PathBuf::from(path),
-                None => ensure_default_model()?,
-            };
+            let path = embedded_model.expect("read above for the embedded backend");
             let id = path.file_stem().map_or_else(
                 || "model".to_string(),
                 |stem| stem.to_string_lossy().into_owned(),
@@ -238,7 +262,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         plan: PlanSettings {
-            wire: args.wire,
+            wire,
             think: args.think,
             default_max_tokens: args.default_max_tokens,
             max_tokens_limit: args.max_tokens_limit,

@@ -160,8 +160,12 @@ impl<R: Read> Reader<'_, R> {
     }
 }
 
-/// Reads the vocabulary from a GGUF file's metadata.
-pub fn from_gguf(path: &Path) -> Result<Vocabulary, VocabError> {
+/// The metadata values of a GGUF file whose keys `wanted` takes (the rest skipped), and
+/// the reader (for its errors).
+fn read_metadata<'p>(
+    path: &'p Path,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<(HashMap<String, Value>, Reader<'p, BufReader<std::fs::File>>), VocabError> {
     let file = std::fs::File::open(path).map_err(|source| VocabError::Io {
         path: path.to_path_buf(),
         source,
@@ -186,8 +190,31 @@ pub fn from_gguf(path: &Path) -> Result<Vocabulary, VocabError> {
     for _ in 0..pairs {
         let key = String::from_utf8_lossy(&reader.string()?).into_owned();
         let kind = reader.u32()?;
-        let wanted = matches!(
-            key.as_str(),
+        if wanted(&key) {
+            let value = reader.value(kind)?;
+            metadata.insert(key, value);
+        } else {
+            reader.skip(kind)?;
+        }
+    }
+    Ok((metadata, reader))
+}
+
+/// The chat template of a GGUF file (`tokenizer.chat_template`), if it has one, read
+/// from its metadata alone (the weights are not loaded).
+pub fn chat_template_of_gguf(path: &Path) -> Result<Option<String>, VocabError> {
+    let (mut metadata, _) = read_metadata(path, &|key| key == "tokenizer.chat_template")?;
+    Ok(match metadata.remove("tokenizer.chat_template") {
+        Some(Value::String(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    })
+}
+
+/// Reads the vocabulary from a GGUF file's metadata.
+pub fn from_gguf(path: &Path) -> Result<Vocabulary, VocabError> {
+    let wanted = |key: &str| {
+        matches!(
+            key,
             "general.name"
                 | "tokenizer.ggml.tokens"
                 | "tokenizer.ggml.token_type"
@@ -196,14 +223,9 @@ pub fn from_gguf(path: &Path) -> Result<Vocabulary, VocabError> {
                 | "tokenizer.ggml.eot_token_id"
                 | "tokenizer.ggml.eom_token_id"
                 | "tokenizer.ggml.bos_token_id"
-        );
-        if wanted {
-            let value = reader.value(kind)?;
-            metadata.insert(key, value);
-        } else {
-            reader.skip(kind)?;
-        }
-    }
+        )
+    };
+    let (mut metadata, reader) = read_metadata(path, &wanted)?;
     let Some(Value::Strings(strings)) = metadata.remove("tokenizer.ggml.tokens") else {
         return Err(reader.malformed("no `tokenizer.ggml.tokens` array"));
     };

@@ -37,7 +37,7 @@ use std::path::Path;
 pub use bitmask::{TokenBitmask, clear_from, ids_of, or_words, set_ids};
 pub use byte_level::{ByteLevelDecoder, byte_to_char};
 pub use error::VocabError;
-pub use gguf::from_gguf;
+pub use gguf::{chat_template_of_gguf, from_gguf};
 pub use hf::from_tokenizer_json;
 pub use index::VocabularyIndex;
 pub use json_units::{JsonUnits, MAX_JSON_UNITS};

@@ -188,3 +188,40 @@ fn real_vocabularies_agree_in_every_form() {
         gguf.end_of_generation()
     );
 }
+
+#[test]
+fn a_ggufs_chat_template_is_read_from_its_metadata() {
+    let directory =
+        std::env::temp_dir().join(format!("grail-vocab-template-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let template = "{% for m in messages %}{{ m.content }}{% endfor %}<tool_call>";
+    let mut out = Vec::new();
+    out.extend_from_slice(b"GGUF");
+    out.extend_from_slice(&3u32.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(&2u64.to_le_bytes());
+    for (key, value) in [
+        ("general.architecture", "llama"),
+        ("tokenizer.chat_template", template),
+    ] {
+        out.extend_from_slice(&(key.len() as u64).to_le_bytes());
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(&8u32.to_le_bytes());
+        out.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        out.extend_from_slice(value.as_bytes());
+    }
+    let path = directory.join("template.gguf");
+    std::fs::write(&path, out).unwrap();
+    assert_eq!(
+        grail_vocab::chat_template_of_gguf(&path)
+            .unwrap()
+            .as_deref(),
+        Some(template)
+    );
+    let plain = directory.join("plain.gguf");
+    write_gguf(&plain, "gpt2", &[b"a", b"b"], &[1, 1], 1);
+    assert_eq!(grail_vocab::chat_template_of_gguf(&plain).unwrap(), None);
+    let error = grail_vocab::chat_template_of_gguf(&directory.join("none.gguf"));
+    assert!(error.is_err());
+    std::fs::remove_dir_all(&directory).unwrap();
+}
