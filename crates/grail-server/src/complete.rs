@@ -18,7 +18,7 @@ use std::time::Instant;
 use axum::http::StatusCode;
 use grail_engine::Matcher;
 use grail_gen::Message;
-use grail_tools::{CallStream, StreamDelta, Think, ToolCall, validate_output};
+use grail_tools::{CallStream, ReasoningMarkers, StreamDelta, Think, ToolCall, validate_output};
 use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, Ending, Generate};
@@ -292,7 +292,8 @@ fn answer_inner(
         }
         let verdict = match &plan.answer {
             AnswerKind::Text(_) if splits_reasoning => {
-                let (reasoning, content) = split_reasoning(plan.think, &text);
+                let (reasoning, content) =
+                    split_reasoning(plan.think, plan.wire.reasoning(), &text);
                 check_text(validator.as_ref(), &content)
                     .map(|()| (reasoning, Some(content), Vec::new()))
             }
@@ -397,21 +398,25 @@ fn send_deltas(sink: &mut dyn EventSink, ids: &CallIds, deltas: Vec<StreamDelta>
     })
 }
 
-/// An unconstrained answer's reasoning block and the rest: the text inside `<think>` …
-/// `</think>` (from the start with `forced`, where the prompt opened it), the rest with
-/// the whitespace around it trimmed. An answer without the block is all content; one
-/// whose block never closes is all reasoning.
-fn split_reasoning(think: Think, text: &str) -> (Option<String>, String) {
+/// An unconstrained answer's reasoning block and the rest: the text inside the wire
+/// format's markers (`<think>` … `</think>`; from the start with `forced`, where the
+/// prompt opened it), the rest with the whitespace around it trimmed. An answer without
+/// the block is all content; one whose block never closes is all reasoning.
+fn split_reasoning(
+    think: Think,
+    markers: ReasoningMarkers,
+    text: &str,
+) -> (Option<String>, String) {
     let trimmed = text.trim_start();
     let inside = match think {
         Think::Off => return (None, text.to_string()),
         Think::Forced => text,
-        Think::Optional | Think::Required => match trimmed.strip_prefix("<think>") {
+        Think::Optional | Think::Required => match trimmed.strip_prefix(markers.open) {
             Some(inside) => inside,
             None => return (None, text.to_string()),
         },
     };
-    match inside.split_once("</think>") {
+    match inside.split_once(markers.close) {
         Some((reasoning, rest)) => (Some(reasoning.to_string()), rest.trim().to_string()),
         None => (Some(inside.to_string()), String::new()),
     }

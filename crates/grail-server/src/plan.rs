@@ -135,6 +135,8 @@ pub struct Plan {
     /// The reasoning block an unconstrained text answer may start with (tool answers
     /// carry theirs in their call options).
     pub think: Think,
+    /// The wire format (its reasoning block's markers).
+    pub wire: WireFormat,
 }
 
 /// Builds the plan of `request` (a 400 error naming the field when it cannot be served).
@@ -228,6 +230,7 @@ pub fn plan(
             .is_some_and(|options| options.include_usage),
         warnings,
         think: settings.think,
+        wire: settings.wire,
     })
 }
 

@@ -22,7 +22,8 @@
 
 use grail_grammar::{CharSet, Expr, GrammarBuilder};
 
-use crate::grammar::{CallOptions, THINK_OPEN, Think};
+use crate::grammar::{CallOptions, Think};
+use crate::wire::THINK_MARKERS;
 use crate::wire::WireFormat;
 
 /// The characters JSON calls whitespace (and the only ones `\s` stands for here).
@@ -269,7 +270,7 @@ pub(crate) fn not_first(think: Think, extra: &[char]) -> Vec<char> {
     let mut chars = JSON_SPACE.to_vec();
     chars.extend_from_slice(extra);
     if think == Think::Optional {
-        debug_assert!(THINK_OPEN.starts_with('<'));
+        debug_assert!(THINK_MARKERS.open.starts_with('<'));
         chars.push('<');
     }
     chars.sort_unstable();

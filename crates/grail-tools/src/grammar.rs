@@ -18,7 +18,7 @@ use grail_schema::{
 
 use serde_json::Value;
 
-use crate::answer::{CallStart, call_first_chars, not_first};
+use crate::answer::{CallStart, JSON_SPACE, call_first_chars, not_first};
 use crate::error::ToolsError;
 use crate::numbers::call_number_syntax;
 use crate::parameters;
@@ -119,11 +119,6 @@ impl ToolGrammar {
     }
 }
 
-/// The start of a reasoning block.
-pub(crate) const THINK_OPEN: &str = "<think>";
-/// The end of a reasoning block.
-pub(crate) const THINK_CLOSE: &str = "</think>";
-
 /// Builds the tool-call grammar of `registry`'s tools (see the module doc).
 pub fn tool_call_grammar(
     registry: &ToolRegistry,
@@ -148,10 +143,22 @@ pub fn tool_call_grammar(
         // With no tools (all filtered out), `auto` leaves free text.
         ToolChoice::Auto | ToolChoice::Required => registry.tools.iter().collect(),
     };
+    if let Some(most) = options.wire.marked().and_then(|marked| marked.most_calls)
+        && options.max_calls.is_none_or(|max| max > most)
+    {
+        return Err(ToolsError::Options(format!(
+            "the {} format holds at most {most} call in an answer (generation stops after it); ask for one call",
+            options.wire.label()
+        )));
+    }
+    let text_open = options.wire.marked().and_then(|marked| marked.text_open);
     if tools.is_empty() {
         let mut builder = GrammarBuilder::new();
-        let body = free_text(&mut builder, &not_first(options.think, &[]));
-        let body = with_think(&mut builder, options.think, body);
+        let body = match text_open {
+            Some(open) => framed_text(open),
+            None => free_text(&mut builder, &not_first(options.think, &[])),
+        };
+        let body = with_think(&mut builder, options.think, options.wire, body);
         let root = builder.root();
         builder
             .define(root, body)
@@ -173,6 +180,10 @@ pub fn tool_call_grammar(
     let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
         let calls = calls_expr(options, call, space);
         let body = match options.choice {
+            // The calls, or text in the format's frame.
+            ToolChoice::Auto if let Some(open) = text_open => {
+                Expr::choice([calls, framed_text(open)])
+            }
             // The calls, or text (which never contains a call's start) and perhaps the
             // calls after it: see `answer.rs`.
             ToolChoice::Auto => {
@@ -189,7 +200,7 @@ pub fn tool_call_grammar(
             }
             _ => calls,
         };
-        with_think(builder, options.think, body)
+        with_think(builder, options.think, options.wire, body)
     };
     let schema = SchemaOptions {
         numbers: call_number_syntax(&options.schema.numbers),
@@ -408,26 +419,36 @@ fn free_text(builder: &mut GrammarBuilder, not_first: &[char]) -> Expr {
     Expr::Rule(rule)
 }
 
-/// `body` after the reasoning block the options ask for.
-fn with_think(builder: &mut GrammarBuilder, think: Think, body: Expr) -> Expr {
+/// Text in a format's frame: `open`, then text that does not start with whitespace
+/// (the answer's text is never empty or padded, as free text).
+fn framed_text(open: &'static str) -> Expr {
+    let first = Expr::chars_except(JSON_SPACE.into_iter().map(|c| (c, c)));
+    Expr::sequence([Expr::literal(open), first, Expr::Any.zero_or_more()])
+}
+
+/// `body` after the reasoning block the options ask for, in `wire`'s markers.
+fn with_think(builder: &mut GrammarBuilder, think: Think, wire: WireFormat, body: Expr) -> Expr {
+    let markers = wire.reasoning();
     let after = Expr::chars([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')]).zero_or_more();
     match think {
         Think::Off => body,
         Think::Optional => {
             let block = Expr::sequence([
-                Expr::literal(THINK_OPEN),
-                until_after(builder, "think", THINK_CLOSE),
+                Expr::literal(markers.open),
+                until_after(builder, "think", markers.close),
                 after,
             ]);
             Expr::sequence([block.optional(), body])
         }
         Think::Required => Expr::sequence([
-            Expr::literal(THINK_OPEN),
-            until_after(builder, "think", THINK_CLOSE),
+            Expr::literal(markers.open),
+            until_after(builder, "think", markers.close),
             after,
             body,
         ]),
-        Think::Forced => Expr::sequence([until_after(builder, "think", THINK_CLOSE), after, body]),
+        Think::Forced => {
+            Expr::sequence([until_after(builder, "think", markers.close), after, body])
+        }
     }
 }
 

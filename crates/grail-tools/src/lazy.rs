@@ -9,9 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::error::ToolsError;
-use crate::grammar::{
-    CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, ToolGrammar, tool_call_grammar,
-};
+use crate::grammar::{CallOptions, Think, ToolChoice, ToolGrammar, tool_call_grammar};
 use crate::registry::ToolRegistry;
 
 /// What starts the grammar.
@@ -95,7 +93,8 @@ pub fn lazy_tool_call_grammar(
         }
     };
     if options.think != Think::Off {
-        preserved.extend([THINK_OPEN.to_string(), THINK_CLOSE.to_string()]);
+        let markers = options.wire.reasoning();
+        preserved.extend([markers.open.to_string(), markers.close.to_string()]);
     }
     Ok(LazyGrammar {
         grammar,

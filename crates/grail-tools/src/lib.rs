@@ -52,4 +52,4 @@ pub use numbers::{CALL_EXPONENT_DIGITS, CALL_INTEGER_DIGITS};
 pub use registry::{MAX_NAME_LEN, Tool, ToolRegistry};
 pub use stream::{CallStream, StreamDelta};
 pub use validate::{CallFault, Checked, Fault, ToolCall, validate_output};
-pub use wire::WireFormat;
+pub use wire::{ReasoningMarkers, THINK_MARKERS, WireFormat};

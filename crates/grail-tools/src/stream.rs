@@ -11,8 +11,8 @@
 //! [`CallStream::streams_live`] is false for them.
 
 use crate::answer::{CallStart, JSON_SPACE, call_first_chars};
-use crate::grammar::{CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice};
-use crate::wire::{CALL_ID_LEN, CALL_ID_MARKER, CallTag, Marked, NamePlace};
+use crate::grammar::{CallOptions, Think, ToolChoice};
+use crate::wire::{CALL_ID_LEN, CALL_ID_MARKER, CallTag, Marked, NamePlace, ReasoningMarkers};
 
 /// One piece of a streamed answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +131,8 @@ impl CallStream {
     /// What the text so far shows for certain.
     fn shown(&self) -> Shown<'_> {
         let text = self.text.as_str();
-        let (reasoning, rest) = reasoning_split(self.options.think, text, self.ended);
+        let markers = self.options.wire.reasoning();
+        let (reasoning, rest) = reasoning_split(self.options.think, markers, text, self.ended);
         let mut shown = Shown {
             reasoning,
             ..Shown::default()
@@ -140,6 +141,21 @@ impl CallStream {
             return shown;
         };
         let rest = rest.trim_start_matches(JSON_SPACE);
+        // A format that frames its text (harmony's final channel).
+        if let Some(open) = self
+            .options
+            .wire
+            .marked()
+            .and_then(|marked| marked.text_open)
+        {
+            if let Some(text) = rest.strip_prefix(open) {
+                shown.content = text.trim_matches(JSON_SPACE);
+                return shown;
+            }
+            if open.starts_with(rest) {
+                return shown;
+            }
+        }
         let calls = match &self.options.choice {
             ToolChoice::None => {
                 shown.content = rest.trim_end_matches(JSON_SPACE);
@@ -237,28 +253,34 @@ impl CallStream {
 
 /// The reasoning block's settled text and, once the block is over (or there is none),
 /// the rest of the answer; all of it when the answer has `ended`.
-fn reasoning_split(think: Think, text: &str, ended: bool) -> (&str, Option<&str>) {
+fn reasoning_split(
+    think: Think,
+    markers: ReasoningMarkers,
+    text: &str,
+    ended: bool,
+) -> (&str, Option<&str>) {
     let inside = match think {
         Think::Off => return ("", Some(text)),
         Think::Forced => text,
         Think::Optional | Think::Required => {
             let trimmed = text.trim_start_matches(JSON_SPACE);
-            match trimmed.strip_prefix(THINK_OPEN) {
+            match trimmed.strip_prefix(markers.open) {
                 Some(inside) => inside,
                 // Not yet known whether the block comes.
-                None if THINK_OPEN.starts_with(trimmed) && !ended => return ("", None),
+                None if markers.open.starts_with(trimmed) && !ended => return ("", None),
                 None => return ("", Some(text)),
             }
         }
     };
-    match inside.split_once(THINK_CLOSE) {
+    let close = markers.close;
+    match inside.split_once(close) {
         Some((reasoning, rest)) => (reasoning, Some(rest)),
         None if ended => (inside, None),
         None => {
             // Hold back what may be the start of the closing tag.
-            let held = (1..THINK_CLOSE.len())
+            let held = (1..close.len())
                 .rev()
-                .find(|&length| inside.ends_with(&THINK_CLOSE[..length]))
+                .find(|&length| inside.ends_with(&close[..length]))
                 .unwrap_or(0);
             (&inside[..inside.len() - held], None)
         }

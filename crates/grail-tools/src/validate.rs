@@ -9,12 +9,14 @@ use serde_json::{Value, json};
 
 use crate::answer::{JSON_SPACE, call_first_chars, calls_begin};
 use crate::arguments::Arguments;
-use crate::grammar::{CallOptions, THINK_CLOSE, THINK_OPEN, Think, ToolChoice, tool_names};
+use crate::grammar::{CallOptions, Think, ToolChoice, tool_names};
 use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
 use crate::numbers::{call_number_syntax, outside_syntax};
 use crate::parameters::{self, ArgumentsFault};
 use crate::registry::{Tool, ToolRegistry};
-use crate::wire::{CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace};
+use crate::wire::{
+    CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace, ReasoningMarkers,
+};
 
 /// A call read from the output, valid for its tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,8 +114,10 @@ pub fn validate_output(
     options: &CallOptions,
     output: &str,
 ) -> Result<Checked, CallFault> {
-    let (reasoning, answer) = split_reasoning(options.think, output)?;
+    let markers = options.wire.reasoning();
+    let (reasoning, answer) = split_reasoning(options.think, markers, output)?;
     let answer = answer.trim_matches(JSON_SPACE);
+    let text_open = options.wire.marked().and_then(|marked| marked.text_open);
     if answer.is_empty() && options.choice != ToolChoice::Required {
         return Err(CallFault::one(
             "answer-empty",
@@ -123,6 +127,7 @@ pub fn validate_output(
     }
     let calls_possible = options.choice != ToolChoice::None && !registry.tools.is_empty();
     if options.think == Think::Optional
+        && text_open.is_none()
         && answer.starts_with('<')
         && !(calls_possible && call_first_chars(options.wire).contains(&'<'))
     {
@@ -130,9 +135,37 @@ pub fn validate_output(
             "think-unclosed",
             None,
             format!(
-                "an answer that starts with `<` is read as a reasoning block ({THINK_OPEN}…{THINK_CLOSE}); close it, or start the answer with another character"
+                "an answer that starts with `<` is read as a reasoning block ({}…{}); close it, or start the answer with another character",
+                markers.open, markers.close
             ),
         ));
+    }
+    // A format that frames its text (harmony's final channel): text is that frame's.
+    if let Some(open) = text_open {
+        match answer.strip_prefix(open) {
+            Some(text) if text.trim_matches(JSON_SPACE).is_empty() => {
+                return Err(CallFault::one(
+                    "answer-empty",
+                    None,
+                    format!("the answer after {open} is empty; write the answer"),
+                ));
+            }
+            Some(text) if !calls_possible || options.choice == ToolChoice::Auto => {
+                return Ok(Checked {
+                    reasoning,
+                    text: Some(text.trim_start_matches(JSON_SPACE).to_string()),
+                    calls: Vec::new(),
+                });
+            }
+            None if !calls_possible => {
+                return Err(CallFault::one(
+                    "not-a-call",
+                    None,
+                    format!("write the answer after {open}"),
+                ));
+            }
+            _ => {}
+        }
     }
     // No tool may be called: whatever was written is the answer.
     if !calls_possible {
@@ -144,6 +177,8 @@ pub fn validate_output(
     }
     // With `auto`, text may come before the calls: the calls from where they begin.
     let (text_before, answer) = match options.choice {
+        // Text is framed (and was read above): the rest must be calls.
+        ToolChoice::Auto if text_open.is_some() => (None, answer),
         ToolChoice::Auto => match calls_begin(options, answer) {
             None => {
                 return Ok(Checked {
@@ -162,6 +197,18 @@ pub fn validate_output(
     };
     let raw_calls = match read_calls(registry, options, answer)? {
         Some(calls) => calls,
+        None if options.choice == ToolChoice::Auto
+            && let Some(open) = text_open =>
+        {
+            return Err(CallFault::one(
+                "call-malformed",
+                None,
+                format!(
+                    "an answer is text after {open}, or a tool call, written as {}",
+                    example(options)
+                ),
+            ));
+        }
         None if options.choice == ToolChoice::Auto => {
             let first = answer.chars().next().unwrap_or_default();
             return Err(CallFault::one(
@@ -236,12 +283,19 @@ pub fn validate_output(
 }
 
 /// The reasoning block's text and the rest of the output.
-fn split_reasoning(think: Think, output: &str) -> Result<(Option<String>, &str), CallFault> {
+fn split_reasoning(
+    think: Think,
+    markers: ReasoningMarkers,
+    output: &str,
+) -> Result<(Option<String>, &str), CallFault> {
     let unclosed = || {
         CallFault::one(
             "think-unclosed",
             None,
-            format!("the reasoning block is not closed: end it with {THINK_CLOSE}"),
+            format!(
+                "the reasoning block is not closed: end it with {}",
+                markers.close
+            ),
         )
     };
     let inside = match think {
@@ -249,26 +303,29 @@ fn split_reasoning(think: Think, output: &str) -> Result<(Option<String>, &str),
         Think::Forced => output,
         Think::Optional => match output
             .trim_start_matches(JSON_SPACE)
-            .strip_prefix(THINK_OPEN)
+            .strip_prefix(markers.open)
         {
             Some(inside) => inside,
             None => return Ok((None, output)),
         },
         Think::Required => match output
             .trim_start_matches(JSON_SPACE)
-            .strip_prefix(THINK_OPEN)
+            .strip_prefix(markers.open)
         {
             Some(inside) => inside,
             None => {
                 return Err(CallFault::one(
                     "think-missing",
                     None,
-                    format!("reason first, inside {THINK_OPEN}…{THINK_CLOSE}, then answer"),
+                    format!(
+                        "reason first, inside {}…{}, then answer",
+                        markers.open, markers.close
+                    ),
                 ));
             }
         },
     };
-    let (reasoning, rest) = inside.split_once(THINK_CLOSE).ok_or_else(unclosed)?;
+    let (reasoning, rest) = inside.split_once(markers.close).ok_or_else(unclosed)?;
     Ok((Some(reasoning.to_string()), rest))
 }
 

@@ -60,7 +60,34 @@ pub enum WireFormat {
     /// GLM 4.5 and later: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE
     /// </arg_value>\n…</tool_call>`, values as in [`WireFormat::Qwen3Xml`].
     Glm,
+    /// gpt-oss's harmony channels, after the generation prompt's `<|start|>assistant`:
+    /// a call as `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}
+    /// <|call|>` (one per turn: generation stops at `<|call|>`), text as
+    /// `<|channel|>final<|message|>…`, the reasoning block as the analysis channel,
+    /// `<|channel|>analysis<|message|>…<|end|><|start|>assistant`.
+    Harmony,
 }
+
+/// The texts around a reasoning block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReasoningMarkers {
+    /// What opens the block.
+    pub open: &'static str,
+    /// What closes it.
+    pub close: &'static str,
+}
+
+/// `<think>` … `</think>`, the reasoning block of most families.
+pub const THINK_MARKERS: ReasoningMarkers = ReasoningMarkers {
+    open: "<think>",
+    close: "</think>",
+};
+
+/// Harmony's analysis channel, closed where the next message starts.
+const HARMONY_ANALYSIS: ReasoningMarkers = ReasoningMarkers {
+    open: "<|channel|>analysis<|message|>",
+    close: "<|end|><|start|>assistant",
+};
 
 /// The layout of a marked wire format (see the module doc): `open`, then the calls
 /// separated by `separator`, then `close`; each call is `before`, the call, `after`.
@@ -85,6 +112,11 @@ pub(crate) struct Marked {
     /// The markers a model's tokenizer holds as special tokens (kept as text by
     /// llama-server's `preserved_tokens`).
     pub special_tokens: &'static [&'static str],
+    /// Where the format frames free text (harmony's final channel): under `auto`, text
+    /// is this, then anything; `None`: text is bare and never contains `trigger`.
+    pub text_open: Option<&'static str>,
+    /// The most calls one answer can hold (harmony: one; generation stops after it).
+    pub most_calls: Option<u32>,
 }
 
 /// Where a marked call writes its tool's name.
@@ -159,6 +191,8 @@ const HERMES: Marked = Marked {
     name: NamePlace::InObject,
     after: "\n</tool_call>",
     special_tokens: &[HERMES_OPEN, HERMES_CLOSE],
+    text_open: None,
+    most_calls: None,
 };
 
 const LLAMA3_PYTHON_TAG: Marked = Marked {
@@ -170,6 +204,8 @@ const LLAMA3_PYTHON_TAG: Marked = Marked {
     name: NamePlace::InObject,
     after: "",
     special_tokens: &["<|python_tag|>"],
+    text_open: None,
+    most_calls: None,
 };
 
 const MISTRAL: Marked = Marked {
@@ -181,6 +217,8 @@ const MISTRAL: Marked = Marked {
     name: NamePlace::InObject,
     after: "",
     special_tokens: &[MISTRAL_OPEN],
+    text_open: None,
+    most_calls: None,
 };
 
 const MISTRAL_V11: Marked = Marked {
@@ -195,6 +233,8 @@ const MISTRAL_V11: Marked = Marked {
     },
     after: "",
     special_tokens: &[MISTRAL_OPEN, CALL_ID_MARKER, "[ARGS]"],
+    text_open: None,
+    most_calls: None,
 };
 
 const DEEPSEEK: Marked = Marked {
@@ -215,6 +255,8 @@ const DEEPSEEK: Marked = Marked {
         "<｜tool▁call▁end｜>",
         "<｜tool▁sep｜>",
     ],
+    text_open: None,
+    most_calls: None,
 };
 
 const DEEPSEEK_V31: Marked = Marked {
@@ -229,6 +271,8 @@ const DEEPSEEK_V31: Marked = Marked {
     },
     after: "<｜tool▁call▁end｜>",
     special_tokens: DEEPSEEK.special_tokens,
+    text_open: None,
+    most_calls: None,
 };
 
 const KIMI_K2: Marked = Marked {
@@ -249,6 +293,8 @@ const KIMI_K2: Marked = Marked {
         "<|tool_call_argument_begin|>",
         "<|tool_call_end|>",
     ],
+    text_open: None,
+    most_calls: None,
 };
 
 const GRANITE: Marked = Marked {
@@ -260,6 +306,8 @@ const GRANITE: Marked = Marked {
     name: NamePlace::InObject,
     after: "",
     special_tokens: &["<|tool_call|>"],
+    text_open: None,
+    most_calls: None,
 };
 
 const QWEN3_XML: Marked = Marked {
@@ -277,6 +325,8 @@ const QWEN3_XML: Marked = Marked {
     }),
     after: "</function>\n</tool_call>",
     special_tokens: &[HERMES_OPEN, HERMES_CLOSE],
+    text_open: None,
+    most_calls: None,
 };
 
 const GLM: Marked = Marked {
@@ -301,11 +351,36 @@ const GLM: Marked = Marked {
         "<arg_value>",
         "</arg_value>",
     ],
+    text_open: None,
+    most_calls: None,
+};
+
+const HARMONY: Marked = Marked {
+    trigger: "<|channel|>commentary",
+    open: "",
+    separator: "",
+    close: "",
+    before: "<|channel|>commentary to=functions.",
+    name: NamePlace::Outside {
+        middle: " <|constrain|>json<|message|>",
+        tag: CallTag::None,
+    },
+    after: "<|call|>",
+    special_tokens: &[
+        "<|channel|>",
+        "<|constrain|>",
+        "<|message|>",
+        "<|call|>",
+        "<|end|>",
+        "<|start|>",
+    ],
+    text_open: Some("<|channel|>final<|message|>"),
+    most_calls: Some(1),
 };
 
 impl WireFormat {
     /// Every format, in the order of their labels.
-    pub const ALL: [WireFormat; 13] = [
+    pub const ALL: [WireFormat; 14] = [
         WireFormat::OpenAi,
         WireFormat::ToolArgs,
         WireFormat::Hermes,
@@ -319,11 +394,12 @@ impl WireFormat {
         WireFormat::Granite,
         WireFormat::Qwen3Xml,
         WireFormat::Glm,
+        WireFormat::Harmony,
     ];
 
     /// The format's label (`openai`, `tool-args`, `hermes`, `llama3`,
     /// `llama3-python-tag`, `mistral`, `mistral-v11`, `deepseek`, `deepseek-v3.1`,
-    /// `kimi-k2`, `granite`, `qwen3-xml`, `glm`).
+    /// `kimi-k2`, `granite`, `qwen3-xml`, `glm`, `harmony`).
     pub fn label(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",
@@ -339,11 +415,13 @@ impl WireFormat {
             WireFormat::Granite => "granite",
             WireFormat::Qwen3Xml => "qwen3-xml",
             WireFormat::Glm => "glm",
+            WireFormat::Harmony => "harmony",
         }
     }
 
     /// The format a model's chat template teaches, from the markers its tool section
-    /// writes (see docs/tool-calling.md's table): Kimi K2's and DeepSeek's call tokens
+    /// writes (see docs/tool-calling.md's table): harmony's channels, Kimi K2's and
+    /// DeepSeek's call tokens
     /// (V3 and R1 fence the arguments in a JSON block, V3.1 does not), Granite's
     /// `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on), GLM's
     /// `<arg_key>`, Qwen3-Coder's `<function=` and `<parameter=`, Hermes' and Qwen's
@@ -352,7 +430,9 @@ impl WireFormat {
     /// template shows none of them (SmolLM2's, or a family Grail does not know yet).
     pub fn detect_from_template(template: &str) -> Option<WireFormat> {
         let has = |marker: &str| template.contains(marker);
-        if has("<|tool_calls_section_begin|>") {
+        if has("<|channel|>") && has("<|call|>") {
+            Some(WireFormat::Harmony)
+        } else if has("<|tool_calls_section_begin|>") {
             Some(WireFormat::KimiK2)
         } else if has("tool▁calls▁begin") {
             match has("```json") {
@@ -409,6 +489,28 @@ impl WireFormat {
         self.marked().map(|marked| marked.trigger)
     }
 
+    /// The most calls one answer can hold in this format (harmony: one), if it bounds
+    /// them.
+    pub fn most_calls(self) -> Option<u32> {
+        self.marked().and_then(|marked| marked.most_calls)
+    }
+
+    /// Whether the format frames free text (harmony's final channel), so that an answer
+    /// is either text or calls, never both.
+    pub fn frames_text(self) -> bool {
+        self.marked()
+            .is_some_and(|marked| marked.text_open.is_some())
+    }
+
+    /// The texts around the format's reasoning block: harmony's analysis channel,
+    /// `<think>` … `</think>` for the others.
+    pub fn reasoning(self) -> ReasoningMarkers {
+        match self {
+            WireFormat::Harmony => HARMONY_ANALYSIS,
+            _ => THINK_MARKERS,
+        }
+    }
+
     /// The format's markers that models hold as special tokens (empty for the JSON
     /// wires).
     pub fn special_tokens(self) -> &'static [&'static str] {
@@ -429,6 +531,7 @@ impl WireFormat {
             WireFormat::Granite => Some(&GRANITE),
             WireFormat::Qwen3Xml => Some(&QWEN3_XML),
             WireFormat::Glm => Some(&GLM),
+            WireFormat::Harmony => Some(&HARMONY),
         }
     }
 

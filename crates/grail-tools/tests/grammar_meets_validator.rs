@@ -129,7 +129,11 @@ fn text_that_starts_like_calls_gets_one_answer() {
         "[",
         "hello [1]",
     ];
-    for wire in WireFormat::ALL {
+    // Formats that frame their text (harmony) have no bare text to tell from calls.
+    let bare_text = WireFormat::ALL
+        .into_iter()
+        .filter(|wire| !wire.frames_text());
+    for wire in bare_text {
         for parallel in [false, true] {
             let options = options(wire, ToolChoice::Auto, parallel);
             for text in texts {

@@ -198,11 +198,16 @@ fn integral_numbers(json: &str) -> String {
 
 /// An accepted output written as the grammar writes it.
 fn as_grammar_writes(registry: &ToolRegistry, options: &CallOptions, checked: &Checked) -> String {
+    let markers = options.wire.reasoning();
     let mut text = match (&checked.reasoning, options.think) {
-        (Some(reasoning), Think::Forced) => format!("{reasoning}</think>"),
-        (Some(reasoning), _) => format!("<think>{reasoning}</think>"),
+        (Some(reasoning), Think::Forced) => format!("{reasoning}{}", markers.close),
+        (Some(reasoning), _) => format!("{}{reasoning}{}", markers.open, markers.close),
         (None, _) => String::new(),
     };
+    // Harmony writes its text in the final channel.
+    if options.wire.frames_text() && checked.calls.is_empty() {
+        text.push_str("<|channel|>final<|message|>");
+    }
     text.push_str(checked.text.as_deref().unwrap_or_default());
     if !checked.calls.is_empty() {
         let calls: Vec<CallText> = checked
@@ -411,6 +416,13 @@ fn grammar_validator_and_jsonschema_agree_on_real_registries() {
         for wire in WireFormat::ALL {
             for (choice, max_calls, think) in &variants {
                 let (choice, max_calls, think) = (choice.clone(), *max_calls, *think);
+                // A format that holds one call an answer refuses more (tests/cases.rs).
+                if wire
+                    .most_calls()
+                    .is_some_and(|most| max_calls.is_none_or(|max| max > most))
+                {
+                    continue;
+                }
                 {
                     let mut options = CallOptions {
                         wire,

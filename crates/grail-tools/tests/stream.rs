@@ -69,7 +69,10 @@ fn streamed_deltas_join_into_what_the_validator_reads() {
                 think: *think,
                 ..CallOptions::default()
             };
-            if !CallStream::streams_live(&options) {
+            let too_many = wire
+                .most_calls()
+                .is_some_and(|most| max_calls.is_none_or(|max| max > most));
+            if !CallStream::streams_live(&options) || too_many {
                 continue;
             }
             let grammar = tool_call_grammar(&registry, &options).unwrap();
