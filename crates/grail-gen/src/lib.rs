@@ -60,5 +60,5 @@ pub use prompt::{PromptError, chat_prompt, chat_prompt_with_tools, raw_prompt};
 pub use sampling::{SamplingParams, TokenSampler, argmax};
 pub use tool_calls::{
     Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, ToolsShown,
-    compile_tool_grammar, messages_with_tools, run_tool_task,
+    compile_tool_grammar, feedback_as_results, messages_with_tools, run_tool_task,
 };

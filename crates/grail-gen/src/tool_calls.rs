@@ -6,11 +6,12 @@
 
 use grail_engine::{CompileOptions, CompiledGrammar};
 use grail_tools::{
-    CallOptions, Checked, ToolRegistry, ToolsError, tool_call_grammar, validate_output,
+    CallOptions, Checked, ToolRegistry, ToolsError, WireFormat, tool_call_grammar, validate_output,
+    written_calls,
 };
 use serde_json::Value;
 
-use crate::chat::{Message, template_reads_tools};
+use crate::chat::{Message, MessageToolCall, template_reads_tools};
 use crate::decode::{DecodeError, DecodeOptions, Finish, Generation, decode};
 use crate::model::Model;
 use crate::prompt::{PromptError, chat_prompt_with_tools};
@@ -129,13 +130,25 @@ pub fn run_tool_task(
                 if truncated || attempt + 1 == task.max_attempts.max(1) {
                     break;
                 }
-                messages.push(Message::new("assistant", output));
-                messages.push(Message::new(
-                    "user",
-                    format!(
-                        "That tool call is not valid: {feedback}\nWrite the call again, corrected."
-                    ),
-                ));
+                match feedback_as_results(
+                    shown,
+                    task.registry,
+                    task.options,
+                    &messages,
+                    &output,
+                    &feedback,
+                ) {
+                    Some(turn) => messages.extend(turn),
+                    None => {
+                        messages.push(Message::new("assistant", output));
+                        messages.push(Message::new(
+                            "user",
+                            format!(
+                                "That tool call is not valid: {feedback}\nWrite the call again, corrected."
+                            ),
+                        ));
+                    }
+                }
             }
         }
     }
@@ -143,6 +156,59 @@ pub fn run_tool_task(
         attempts,
         checked: None,
     })
+}
+
+/// A refused answer given back to a model whose template reads calls and results (see
+/// [`ToolsShown::Template`]): the answer's calls as the assistant's `tool_calls`, then
+/// the validator's `feedback` as each call's result, as the model's own tooling would
+/// report a failed call. `None` for other templates, or when no call can be read from
+/// `output` (prose, a malformed call): the caller then gives the feedback as text.
+pub fn feedback_as_results(
+    shown: ToolsShown,
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    conversation: &[Message],
+    output: &str,
+    feedback: &str,
+) -> Option<Vec<Message>> {
+    if shown != ToolsShown::Template {
+        return None;
+    }
+    let written = written_calls(registry, options, output)?;
+    let earlier = conversation
+        .iter()
+        .map(|message| message.tool_calls.len())
+        .sum::<usize>();
+    let calls: Vec<MessageToolCall> = written
+        .calls
+        .into_iter()
+        .enumerate()
+        .map(|(index, (name, arguments))| {
+            let id = history_call_id(options.wire, &name, earlier + index);
+            MessageToolCall::new(id, name, arguments)
+        })
+        .collect();
+    let results: Vec<Message> = calls
+        .iter()
+        .map(|call| Message::tool_result(call.id.clone(), format!("Error: {feedback}")))
+        .collect();
+    let mut turn = vec![Message::assistant_calls(
+        written.text.unwrap_or_default(),
+        calls,
+    )];
+    turn.extend(results);
+    Some(turn)
+}
+
+/// The id of the `index`th call of a conversation, in the form `wire`'s templates
+/// expect: nine letters and digits for Mistral's, `functions.NAME:INDEX` for Kimi K2's
+/// (its model reads the id), `call_INDEX` otherwise.
+fn history_call_id(wire: WireFormat, name: &str, index: usize) -> String {
+    match wire {
+        WireFormat::Mistral | WireFormat::MistralV11 => format!("{index:09}"),
+        WireFormat::KimiK2 => format!("functions.{name}:{index}"),
+        _ => format!("call_{index}"),
+    }
 }
 
 /// How the tools reach the model.
@@ -262,5 +328,84 @@ mod tests {
         options.choice = ToolChoice::None;
         let (_, tools) = ToolsShown::Template.messages(&registry, &options, &conversation);
         assert!(tools.is_none());
+    }
+
+    #[test]
+    fn a_refused_call_goes_back_as_its_own_call_and_an_error_result() {
+        let registry = registry();
+        let options = CallOptions {
+            wire: WireFormat::Hermes,
+            choice: ToolChoice::Required,
+            ..CallOptions::default()
+        };
+        let conversation = [Message::new("user", "Weather in Rome?")];
+        let output = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": \"Rome\"}}\n</tool_call>";
+        let feedback = "missing required arguments ['city'] for tool 'get_weather'";
+        let turn = feedback_as_results(
+            ToolsShown::Template,
+            &registry,
+            &options,
+            &conversation,
+            output,
+            feedback,
+        )
+        .unwrap();
+        assert_eq!(turn.len(), 2);
+        assert_eq!(turn[0].role, "assistant");
+        assert_eq!(turn[0].tool_calls[0].function.name, "get_weather");
+        assert_eq!(
+            turn[0].tool_calls[0].function.arguments,
+            serde_json::json!({"town": "Rome"})
+        );
+        assert_eq!(turn[1].role, "tool");
+        assert_eq!(turn[1].tool_call_id.as_deref(), Some("call_0"));
+        assert_eq!(turn[1].content, format!("Error: {feedback}"));
+        // Ids in the forms the templates expect.
+        for (wire, output, id) in [
+            (
+                WireFormat::KimiK2,
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+                "functions.get_weather:0",
+            ),
+            (
+                WireFormat::MistralV11,
+                "[TOOL_CALLS]get_weather[ARGS]{}",
+                "000000000",
+            ),
+        ] {
+            let options = CallOptions {
+                wire,
+                ..options.clone()
+            };
+            let turn = feedback_as_results(
+                ToolsShown::Template,
+                &registry,
+                &options,
+                &conversation,
+                output,
+                feedback,
+            )
+            .unwrap();
+            assert_eq!(turn[0].tool_calls[0].id, id);
+        }
+        // Prose has no call to give back; a template without a tool section reads none.
+        let prose = feedback_as_results(
+            ToolsShown::Template,
+            &registry,
+            &options,
+            &conversation,
+            "It is sunny.",
+            feedback,
+        );
+        assert!(prose.is_none());
+        let plain = feedback_as_results(
+            ToolsShown::SystemPrompt,
+            &registry,
+            &options,
+            &conversation,
+            output,
+            feedback,
+        );
+        assert!(plain.is_none());
     }
 }

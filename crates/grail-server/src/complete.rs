@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use axum::http::StatusCode;
 use grail_engine::Matcher;
-use grail_gen::Message;
+use grail_gen::{Message, ToolsShown, feedback_as_results};
 use grail_tools::{CallStream, ReasoningMarkers, StreamDelta, Think, ToolCall, validate_output};
 use serde_json::{Value, json};
 
@@ -330,7 +330,7 @@ fn answer_inner(
             }
             Err(feedback) if attempt < attempts && !live && !live_calls => {
                 let retry = [
-                    Message::new("assistant", text),
+                    Message::new("assistant", text.clone()),
                     Message::new(
                         "user",
                         format!("That answer is not valid: {feedback}\nWrite it again, corrected."),
@@ -338,7 +338,25 @@ fn answer_inner(
                 ];
                 messages.extend(retry.iter().cloned());
                 if let Some(native) = native.as_mut() {
-                    native.messages.extend(retry);
+                    // A template with a tool section gets the refused calls back as its
+                    // own calls, the feedback as their results (when they can be read).
+                    let as_results = match &plan.answer {
+                        AnswerKind::Tools {
+                            registry, options, ..
+                        } => feedback_as_results(
+                            ToolsShown::Template,
+                            registry,
+                            options,
+                            &native.messages,
+                            &text,
+                            &feedback,
+                        ),
+                        AnswerKind::Text(_) => None,
+                    };
+                    match as_results {
+                        Some(turn) => native.messages.extend(turn),
+                        None => native.messages.extend(retry),
+                    }
                 }
             }
             Err(feedback) => {

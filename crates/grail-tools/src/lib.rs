@@ -51,5 +51,7 @@ pub use lazy::{LazyGrammar, Trigger, lazy_tool_call_grammar};
 pub use numbers::{CALL_EXPONENT_DIGITS, CALL_INTEGER_DIGITS};
 pub use registry::{MAX_NAME_LEN, Tool, ToolRegistry};
 pub use stream::{CallStream, StreamDelta};
-pub use validate::{CallFault, Checked, Fault, ToolCall, validate_output};
+pub use validate::{
+    CallFault, Checked, Fault, ToolCall, WrittenCalls, validate_output, written_calls,
+};
 pub use wire::{ReasoningMarkers, THINK_MARKERS, WireFormat};

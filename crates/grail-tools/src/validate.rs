@@ -282,6 +282,65 @@ pub fn validate_output(
     })
 }
 
+/// The calls of an output as written: read as the validator reads them, not checked
+/// against their tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenCalls {
+    /// The text before the calls, if any.
+    pub text: Option<String>,
+    /// Each call's tool name and arguments, as written.
+    pub calls: Vec<(String, Value)>,
+}
+
+/// The calls `output` writes, read as [`validate_output`] reads them but not checked
+/// against their tools: to give a refused answer back to a model whose chat template
+/// reads calls and results as its own (the calls, then the validator's feedback as their
+/// results). `None` when no call can be read from it.
+pub fn written_calls(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    output: &str,
+) -> Option<WrittenCalls> {
+    let (_, answer) = split_reasoning(options.think, options.wire.reasoning(), output).ok()?;
+    let answer = answer.trim_matches(JSON_SPACE);
+    let (text, answer) = match options.choice {
+        ToolChoice::None => return None,
+        ToolChoice::Auto => {
+            let start = calls_begin(options, answer)?;
+            let text = answer[..start].trim_end_matches(JSON_SPACE);
+            (
+                (!text.is_empty()).then(|| text.to_string()),
+                &answer[start..],
+            )
+        }
+        ToolChoice::Required | ToolChoice::Named(_) => (None, answer),
+    };
+    let raw = read_calls(registry, options, answer).ok()??;
+    let (name_key, arguments_key) = (options.wire.name_key(), options.wire.arguments_key());
+    let calls = raw
+        .iter()
+        .map(|call| {
+            let Json::Object(members) = call else {
+                return None;
+            };
+            let get = |key: &str| {
+                members
+                    .iter()
+                    .find(|(known, _)| known == key)
+                    .map(|(_, value)| value)
+            };
+            let Some(Json::String(name)) = get(name_key) else {
+                return None;
+            };
+            let arguments = get(arguments_key)
+                .and_then(|arguments| arguments.to_value().ok())
+                .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+            Some((name.clone(), arguments))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    (!calls.is_empty()).then_some(WrittenCalls { text, calls })
+}
+
 /// The reasoning block's text and the rest of the output.
 fn split_reasoning(
     think: Think,
