@@ -160,12 +160,18 @@ impl<R: Read> Reader<'_, R> {
     }
 }
 
+/// A GGUF file's metadata values by key.
+type Metadata = HashMap<String, Value>;
+
+/// The reader of a GGUF file.
+type FileReader<'p> = Reader<'p, BufReader<std::fs::File>>;
+
 /// The metadata values of a GGUF file whose keys `wanted` takes (the rest skipped), and
 /// the reader (for its errors).
 fn read_metadata<'p>(
     path: &'p Path,
     wanted: &dyn Fn(&str) -> bool,
-) -> Result<(HashMap<String, Value>, Reader<'p, BufReader<std::fs::File>>), VocabError> {
+) -> Result<(Metadata, FileReader<'p>), VocabError> {
     let file = std::fs::File::open(path).map_err(|source| VocabError::Io {
         path: path.to_path_buf(),
         source,
@@ -186,7 +192,7 @@ fn read_metadata<'p>(
     }
     let _tensors = reader.u64()?;
     let pairs = reader.u64()?;
-    let mut metadata: HashMap<String, Value> = HashMap::new();
+    let mut metadata = Metadata::new();
     for _ in 0..pairs {
         let key = String::from_utf8_lossy(&reader.string()?).into_owned();
         let kind = reader.u32()?;
