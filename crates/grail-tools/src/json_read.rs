@@ -336,6 +336,17 @@ impl Reader<'_> {
 }
 
 impl Json {
+    /// The value of `key` when this is an object that has it.
+    pub(crate) fn member(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(members) => members
+                .iter()
+                .find(|(known, _)| known == key)
+                .map(|(_, value)| value),
+            _ => None,
+        }
+    }
+
     /// The value for a JSON Schema validator: numbers as `serde_json` reads them
     /// (integers of up to 64 bits exactly, others as the nearest double); `Err` with the
     /// number's text when one is beyond the doubles.

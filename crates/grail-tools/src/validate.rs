@@ -320,19 +320,11 @@ pub fn written_calls(
     let calls = raw
         .iter()
         .map(|call| {
-            let Json::Object(members) = call else {
+            let Some(Json::String(name)) = call.member(name_key) else {
                 return None;
             };
-            let get = |key: &str| {
-                members
-                    .iter()
-                    .find(|(known, _)| known == key)
-                    .map(|(_, value)| value)
-            };
-            let Some(Json::String(name)) = get(name_key) else {
-                return None;
-            };
-            let arguments = get(arguments_key)
+            let arguments = call
+                .member(arguments_key)
                 .and_then(|arguments| arguments.to_value().ok())
                 .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
             Some((name.clone(), arguments))
@@ -748,12 +740,7 @@ fn check_call(
             format!("a tool call is a JSON object, like {}", example(options)),
         ));
     };
-    let get = |key: &str| {
-        object
-            .iter()
-            .find(|(known, _)| known == key)
-            .map(|(_, value)| value)
-    };
+    let get = |key: &str| raw.member(key);
     let Some(Json::String(name)) = get(name_key) else {
         return Err(fault(
             "call-malformed",
