@@ -2,8 +2,10 @@
 //! ([`crate::tool_call_grammar`]), the lazy grammar's trigger and the validator
 //! ([`crate::validate_output`]) are all derived from.
 //!
-//! With `tool_choice` `auto`, an answer is either the calls, or free text optionally
-//! followed by the calls. The text
+//! With `tool_choice` `auto`, an answer is a triggered grammar: free text until a call
+//! starts, then a block of calls as the wire format writes them, then free text again,
+//! and so on for as many calls as the request allows (an answer may also start with the
+//! calls, and the text after a block may be empty). The text before the first block
 //!
 //! - never starts with whitespace, nor with a character a call can start with (`{` and
 //!   `[` on the JSON wires, the first character of a marked wire's trigger: `[` on
@@ -17,8 +19,15 @@
 //!   calls, at the `[` just before it when there is one; a bare call object there is
 //!   refused, as the calls are a list).
 //!
+//! The text after a block of calls may start with any character, and never contains a
+//! call's start either. Where one appears, the next block begins.
+//!
 //! The grammar writes the text as an automaton that can never complete a call's start; the
-//! validator runs the same automaton over the answer to find where the calls begin.
+//! validator and the stream run the same automaton over the answer to find where each
+//! block of calls begins. As the whole answer is one grammar, the mask is exact at every
+//! token: a trigger split across tokens, or a token that ends past a trigger, is read as
+//! the characters it writes (llama.cpp's lazy grammars search the decoded text for the
+//! trigger and start the grammar there).
 
 use grail_grammar::{CharSet, Expr, GrammarBuilder};
 
@@ -298,15 +307,23 @@ pub(crate) fn calls_begin(options: &CallOptions, answer: &str) -> Option<usize> 
     if call_first_chars(options.wire).contains(&first) {
         return Some(0);
     }
-    let start = CallStart::of(options).find(answer)?;
+    next_calls(options, &CallStart::of(options), answer)
+}
+
+/// Where the next calls begin in `text`, the answer's text after a block of calls (which
+/// may start with any character): at the first call's start (on the JSON wires with
+/// several calls, at the `[` just before it when there is one); `None` when the rest is
+/// all text.
+pub(crate) fn next_calls(options: &CallOptions, start: &CallStart, text: &str) -> Option<usize> {
+    let found = start.find(text)?;
     let json_list = options.parallel() && options.wire.marked().is_none();
     if json_list {
-        let before = answer[..start].trim_end_matches(JSON_SPACE);
+        let before = text[..found].trim_end_matches(JSON_SPACE);
         if before.ends_with('[') {
             return Some(before.len() - 1);
         }
     }
-    Some(start)
+    Some(found)
 }
 
 #[cfg(test)]

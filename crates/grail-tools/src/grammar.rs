@@ -178,27 +178,15 @@ pub fn tool_call_grammar(
         })
         .collect();
     let mut frame = |builder: &mut GrammarBuilder, call: Expr, space: Expr| {
-        let calls = calls_expr(options, call, space);
+        let block = Block::of(options, call, space);
         let body = match options.choice {
             // The calls, or text in the format's frame.
             ToolChoice::Auto if let Some(open) = text_open => {
-                Expr::choice([calls, framed_text(open)])
+                Expr::choice([block.calls(options.max_calls), framed_text(open)])
             }
-            // The calls, or text (which never contains a call's start) and perhaps the
-            // calls after it: see `answer.rs`.
-            ToolChoice::Auto => {
-                let first = Expr::chars_except(
-                    not_first(options.think, call_first_chars(options.wire))
-                        .into_iter()
-                        .map(|c| (c, c)),
-                );
-                let rest = CallStart::of(options).avoiding(builder, "text");
-                Expr::choice([
-                    calls.clone(),
-                    Expr::sequence([first, rest, calls.optional()]),
-                ])
-            }
-            _ => calls,
+            // Text and blocks of calls, in turn: see `answer.rs`.
+            ToolChoice::Auto => triggered(builder, options, block),
+            _ => block.calls(options.max_calls),
         };
         with_think(builder, options.think, options.wire, body)
     };
@@ -321,41 +309,132 @@ fn by_tool(
     (String::new(), diagnostic)
 }
 
-/// The calls as the wire format writes them, `call` being one call (an object, or on
-/// a wire that writes the name outside the JSON, the whole call: see [`named_call`]).
-fn calls_expr(options: &CallOptions, call: Expr, space: Expr) -> Expr {
-    let more = |separator: Expr, item: Expr| -> Expr {
-        let next = Expr::sequence([separator, item]);
-        match options.max_calls {
-            None => next.zero_or_more(),
-            Some(max) => next.repeat(0, Some(max.saturating_sub(1))),
+/// A block of calls as the wire format writes them: what opens it, each call, what
+/// comes between two calls, what closes it.
+struct Block {
+    open: Expr,
+    call: Expr,
+    separator: Expr,
+    close: Expr,
+}
+
+impl Block {
+    /// The block of `options`' wire format, `call` being one call (an object, or on a
+    /// wire that writes the name outside the JSON, the whole call: see [`named_call`]),
+    /// `space` JSON's whitespace.
+    fn of(options: &CallOptions, call: Expr, space: Expr) -> Block {
+        match options.wire.marked() {
+            Some(marked) => Block {
+                open: text(marked.open),
+                call: match marked.name {
+                    NamePlace::InObject => {
+                        Expr::sequence([text(marked.before), call, text(marked.after)])
+                    }
+                    NamePlace::Outside { .. } | NamePlace::Parameters(_) => call,
+                },
+                separator: text(marked.separator),
+                close: text(marked.close),
+            },
+            // Several calls on a JSON wire are a list.
+            None if options.parallel() => Block {
+                open: Expr::sequence([Expr::literal("["), space.clone()]),
+                call,
+                separator: Expr::sequence([Expr::literal(","), space.clone()]),
+                close: Expr::sequence([space, Expr::literal("]")]),
+            },
+            None => Block {
+                open: Expr::Empty,
+                call,
+                separator: Expr::Empty,
+                close: Expr::Empty,
+            },
+        }
+    }
+
+    /// One block of at most `max_calls` calls (see [`CallOptions::max_calls`]).
+    fn calls(self, max_calls: Option<u32>) -> Expr {
+        let more = Expr::sequence([self.separator, self.call.clone()]);
+        let more = match max_calls {
+            None => more.zero_or_more(),
+            Some(max) => more.repeat(0, Some(max.saturating_sub(1))),
+        };
+        Expr::sequence([self.open, self.call, more, self.close])
+    }
+}
+
+/// The answer of `tool_choice` `auto` (see `answer.rs`): free text, or a block of calls,
+/// then text and blocks in turn, at most [`CallOptions::max_calls`] calls in all (one
+/// block ending the answer where the format has no text after calls: see
+/// [`WireFormat::text_after_calls`]). The
+/// text before the first block starts with none of the characters a block or a
+/// reasoning block starts with; every text avoids a call's start, so a block begins
+/// exactly where one is written.
+fn triggered(builder: &mut GrammarBuilder, options: &CallOptions, block: Block) -> Expr {
+    let first = Expr::chars_except(
+        not_first(options.think, call_first_chars(options.wire))
+            .into_iter()
+            .map(|c| (c, c)),
+    );
+    let text = CallStart::of(options).avoiding(builder, "text");
+    let lead = Expr::sequence([first, text.clone()]);
+    if !options.wire.text_after_calls() {
+        let calls = block.calls(options.max_calls);
+        return Expr::choice([calls.clone(), Expr::sequence([lead, calls.optional()])]);
+    }
+    let call = match block.call {
+        Expr::Rule(_) => block.call,
+        call => Expr::Rule(builder.rule("call", call).expect("a new rule")),
+    };
+    let most = match options.parallel() {
+        true => options.max_calls,
+        false => Some(1),
+    };
+    let blocks = match most {
+        // Blocks of any number of calls, text after each.
+        None => {
+            let one = Expr::sequence([
+                block.open,
+                call.clone(),
+                Expr::sequence([block.separator, call]).zero_or_more(),
+                block.close,
+            ]);
+            let one = Expr::Rule(builder.rule("calls", one).expect("a new rule"));
+            Expr::sequence([
+                one.clone(),
+                Expr::sequence([text.clone(), one]).zero_or_more(),
+                text,
+            ])
+        }
+        // `calls-K`, inside a block with K calls left: a call, then another in the
+        // block, or the block's end, text, and perhaps a block of at most K - 1.
+        Some(most) => {
+            let rules: Vec<_> = (1..=most)
+                .map(|left| builder.declare(&format!("calls-{left}")))
+                .collect();
+            for (index, &rule) in rules.iter().enumerate() {
+                let after = match index {
+                    0 => Expr::sequence([block.close.clone(), text.clone()]),
+                    _ => {
+                        let fewer = Expr::Rule(rules[index - 1]);
+                        Expr::choice([
+                            Expr::sequence([block.separator.clone(), fewer.clone()]),
+                            Expr::sequence([
+                                block.close.clone(),
+                                text.clone(),
+                                Expr::sequence([block.open.clone(), fewer]).optional(),
+                            ]),
+                        ])
+                    }
+                };
+                builder
+                    .define(rule, Expr::sequence([call.clone(), after]))
+                    .expect("declared above");
+            }
+            let last = *rules.last().expect("at least one call");
+            Expr::sequence([block.open, Expr::Rule(last)])
         }
     };
-    match options.wire.marked() {
-        Some(marked) => {
-            let call = match marked.name {
-                NamePlace::InObject => {
-                    Expr::sequence([text(marked.before), call, text(marked.after)])
-                }
-                NamePlace::Outside { .. } | NamePlace::Parameters(_) => call,
-            };
-            let mut items = vec![text(marked.open), call.clone()];
-            if options.parallel() {
-                items.push(more(text(marked.separator), call));
-            }
-            items.push(text(marked.close));
-            Expr::sequence(items)
-        }
-        None if options.parallel() => Expr::sequence([
-            Expr::literal("["),
-            space.clone(),
-            call.clone(),
-            more(Expr::sequence([Expr::literal(","), space.clone()]), call),
-            space,
-            Expr::literal("]"),
-        ]),
-        None => call,
-    }
+    Expr::choice([blocks.clone(), Expr::sequence([lead, blocks.optional()])])
 }
 
 /// One call of a wire that writes the name outside the JSON: the call's opening and

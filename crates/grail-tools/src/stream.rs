@@ -10,8 +10,9 @@
 //! that write arguments apart in tags (`qwen3-xml`, `glm`) have no JSON to stream:
 //! [`CallStream::streams_live`] is false for them.
 
-use crate::answer::{CallStart, JSON_SPACE, call_first_chars};
+use crate::answer::{CallStart, JSON_SPACE, call_first_chars, next_calls};
 use crate::grammar::{CallOptions, Think, ToolChoice};
+use crate::validate::joined_text;
 use crate::wire::{CALL_ID_LEN, CALL_ID_MARKER, CallTag, Marked, NamePlace, ReasoningMarkers};
 
 /// One piece of a streamed answer.
@@ -55,7 +56,8 @@ pub struct CallStream {
 #[derive(Debug, Default)]
 struct Shown<'t> {
     reasoning: &'t str,
-    content: &'t str,
+    /// The texts settled so far, as the validator joins them ([`joined_text`]).
+    content: String,
     /// Each call with a whole name: the name and its arguments so far.
     calls: Vec<(&'t str, &'t str)>,
 }
@@ -149,46 +151,59 @@ impl CallStream {
             .and_then(|marked| marked.text_open)
         {
             if let Some(text) = rest.strip_prefix(open) {
-                shown.content = text.trim_matches(JSON_SPACE);
+                shown.content = text.trim_matches(JSON_SPACE).to_string();
                 return shown;
             }
             if open.starts_with(rest) {
                 return shown;
             }
         }
-        let calls = match &self.options.choice {
+        match &self.options.choice {
             ToolChoice::None => {
-                shown.content = rest.trim_end_matches(JSON_SPACE);
-                return shown;
+                shown.content = rest.trim_end_matches(JSON_SPACE).to_string();
             }
-            ToolChoice::Required | ToolChoice::Named(_) => rest,
-            ToolChoice::Auto => {
-                let Some(first) = rest.chars().next() else {
-                    return shown;
-                };
-                if call_first_chars(self.options.wire).contains(&first) {
-                    rest
-                } else if let Some(start) = self.start.find(rest) {
-                    let start = self.list_start(rest, start);
-                    shown.content = rest[..start].trim_end_matches(JSON_SPACE);
-                    &rest[start..]
-                } else {
-                    let settled = match self.start.pending(rest) {
-                        Some(pending) if !self.ended => &rest[..pending],
-                        _ => rest,
-                    };
-                    let settled = settled.trim_end_matches(JSON_SPACE);
-                    shown.content = match self.json_list() && !self.ended {
-                        true => settled.strip_suffix('[').unwrap_or(settled),
-                        false => settled,
-                    }
-                    .trim_end_matches(JSON_SPACE);
-                    return shown;
-                }
+            ToolChoice::Required | ToolChoice::Named(_) => {
+                shown.calls = self.calls_shown(rest).0;
             }
-        };
-        shown.calls = self.calls_shown(calls);
+            ToolChoice::Auto => self.turns_shown(rest, &mut shown),
+        }
         shown
+    }
+
+    /// What an `auto` answer (from its first character) shows for certain: text and
+    /// blocks of calls in turn (see `answer.rs`), text held back while it may still turn
+    /// out to be a call's start or trailing whitespace.
+    fn turns_shown<'t>(&self, mut rest: &'t str, shown: &mut Shown<'t>) {
+        let mut texts: Vec<&str> = Vec::new();
+        let mut first = true;
+        loop {
+            let begin = match rest.chars().next() {
+                None if first => return,
+                Some(c) if first && call_first_chars(self.options.wire).contains(&c) => Some(0),
+                _ => next_calls(&self.options, &self.start, rest),
+            };
+            first = false;
+            let Some(begin) = begin else {
+                let settled = match self.start.pending(rest) {
+                    Some(pending) if !self.ended => &rest[..pending],
+                    _ => rest,
+                };
+                let settled = settled.trim_end_matches(JSON_SPACE);
+                texts.push(match self.json_list() && !self.ended {
+                    true => settled.strip_suffix('[').unwrap_or(settled),
+                    false => settled,
+                });
+                break;
+            };
+            texts.push(&rest[..begin]);
+            let (calls, after) = self.calls_shown(&rest[begin..]);
+            shown.calls.extend(calls);
+            match after {
+                Some(after) if self.options.wire.text_after_calls() => rest = after,
+                _ => break,
+            }
+        }
+        shown.content = joined_text(&texts).unwrap_or_default();
     }
 
     /// True when several calls are a JSON list (the JSON wires with several calls).
@@ -196,54 +211,64 @@ impl CallStream {
         self.options.parallel() && self.options.wire.marked().is_none()
     }
 
-    /// Where the calls begin when a call's start is found at `start`: at the `[` before
-    /// it on a JSON list (as the validator reads it).
-    fn list_start(&self, text: &str, start: usize) -> usize {
-        let before = text[..start].trim_end_matches(JSON_SPACE);
-        match self.json_list() && before.ends_with('[') {
-            true => before.len() - 1,
-            false => start,
-        }
-    }
-
-    /// The calls of `text` (which starts where the calls do) with whole names.
-    fn calls_shown<'t>(&self, text: &'t str) -> Vec<(&'t str, &'t str)> {
+    /// The calls of the block of calls `text` starts with, with whole names, and the text
+    /// after the block once its end is certain.
+    fn calls_shown<'t>(&self, text: &'t str) -> (Vec<(&'t str, &'t str)>, Option<&'t str>) {
         let mut cursor = Cursor { rest: text };
         let mut calls = Vec::new();
         match self.options.wire.marked() {
             None => {
                 let list = self.json_list();
                 if list && !cursor.space_then("[") {
-                    return calls;
+                    return (calls, None);
                 }
                 loop {
                     cursor.space();
                     let Some(call) = cursor.object_call(&self.options) else {
-                        return calls;
+                        return (calls, None);
                     };
                     let complete = call.2;
                     calls.push((call.0, call.1));
-                    if !complete || !list || !cursor.space_then(",") {
-                        return calls;
+                    if !complete {
+                        return (calls, None);
                     }
+                    if !list {
+                        return (calls, Some(cursor.rest));
+                    }
+                    if cursor.space_then(",") {
+                        continue;
+                    }
+                    let end = cursor.space_then("]").then_some(cursor.rest);
+                    return (calls, end);
                 }
             }
             Some(marked) => {
                 if !cursor.eat(marked.open) {
-                    return calls;
+                    return (calls, None);
                 }
                 loop {
-                    if !calls.is_empty() && !cursor.eat(marked.separator) {
-                        return calls;
+                    if !calls.is_empty() {
+                        // The block goes on, or ends: certain once the text after the
+                        // call is neither the next call's start nor may become it.
+                        let next = format!("{}{}", marked.separator, marked.before);
+                        if cursor.rest.starts_with(&next) {
+                            cursor.eat(marked.separator);
+                        } else if marked.close.is_empty() {
+                            let undecided = next.starts_with(cursor.rest) && !self.ended;
+                            return (calls, (!undecided).then_some(cursor.rest));
+                        } else {
+                            let end = cursor.eat(marked.close).then_some(cursor.rest);
+                            return (calls, end);
+                        }
                     }
                     let Some((name, arguments, complete)) =
                         cursor.marked_call(&self.options, marked)
                     else {
-                        return calls;
+                        return (calls, None);
                     };
                     calls.push((name, arguments));
                     if !complete || !cursor.eat(marked.after) {
-                        return calls;
+                        return (calls, None);
                     }
                 }
             }

@@ -7,7 +7,7 @@
 use grail_schema::numeric::Decimal;
 use serde_json::{Value, json};
 
-use crate::answer::{JSON_SPACE, call_first_chars, calls_begin};
+use crate::answer::{CallStart, JSON_SPACE, call_first_chars, calls_begin, next_calls};
 use crate::arguments::Arguments;
 use crate::grammar::{CallOptions, Think, ToolChoice, tool_names};
 use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
@@ -40,13 +40,14 @@ impl ToolCall {
     }
 }
 
-/// A valid output: the reasoning, and text, calls, or (with `auto`) text then calls.
+/// A valid output: the reasoning, and text, calls, or (with `auto`) text and calls.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Checked {
     /// The reasoning block's text, when there was one.
     pub reasoning: Option<String>,
-    /// The answer's free text: all of it when there is no call, or (with `auto`) the text
-    /// before the calls.
+    /// The answer's free text: all of it when there is no call, or (with `auto`) the
+    /// texts before, between and after the blocks of calls, each trimmed of whitespace,
+    /// joined by a line break.
     pub text: Option<String>,
     /// The calls, in order.
     pub calls: Vec<ToolCall>,
@@ -175,78 +176,48 @@ pub fn validate_output(
             calls: Vec::new(),
         });
     }
-    // With `auto`, text may come before the calls: the calls from where they begin.
-    let (text_before, answer) = match options.choice {
-        // Text is framed (and was read above): the rest must be calls.
-        ToolChoice::Auto if text_open.is_some() => (None, answer),
-        ToolChoice::Auto => match calls_begin(options, answer) {
-            None => {
+    // With `auto`, text and blocks of calls in turn (see `answer.rs`); the calls alone
+    // otherwise, or where text is framed (and was read above).
+    let (texts, raw_calls) = match options.choice {
+        ToolChoice::Auto if text_open.is_none() => {
+            let (texts, calls) = read_turns(registry, options, answer)?;
+            if calls.is_empty() {
                 return Ok(Checked {
                     reasoning,
                     text: Some(answer.to_string()),
                     calls: Vec::new(),
                 });
             }
-            Some(0) => (None, answer),
-            Some(start) => (
-                Some(answer[..start].trim_end_matches(JSON_SPACE)),
-                &answer[start..],
-            ),
+            (texts, calls)
+        }
+        _ => match read_calls(registry, options, answer, false)? {
+            Some((calls, _)) if calls.is_empty() => return Err(calls_empty(registry, options)),
+            Some((calls, _)) => (Vec::new(), calls),
+            None if options.choice == ToolChoice::Auto
+                && let Some(open) = text_open =>
+            {
+                return Err(CallFault::one(
+                    "call-malformed",
+                    None,
+                    format!(
+                        "an answer is text after {open}, or a tool call, written as {}",
+                        example(options)
+                    ),
+                ));
+            }
+            None => {
+                return Err(CallFault::one(
+                    "not-a-call",
+                    None,
+                    format!(
+                        "the answer is text, not a tool call; call one of the tools ({}) as {}",
+                        tool_names(registry.tools.iter()),
+                        example(options)
+                    ),
+                ));
+            }
         },
-        _ => (None, answer),
     };
-    let raw_calls = match read_calls(registry, options, answer)? {
-        Some(calls) => calls,
-        None if options.choice == ToolChoice::Auto
-            && let Some(open) = text_open =>
-        {
-            return Err(CallFault::one(
-                "call-malformed",
-                None,
-                format!(
-                    "an answer is text after {open}, or a tool call, written as {}",
-                    example(options)
-                ),
-            ));
-        }
-        None if options.choice == ToolChoice::Auto => {
-            let first = answer.chars().next().unwrap_or_default();
-            return Err(CallFault::one(
-                "call-malformed",
-                None,
-                format!(
-                    "an answer that starts with `{first}` is read as tool calls, written as {}; to answer in text, start with another character",
-                    example(options)
-                ),
-            ));
-        }
-        None => {
-            return Err(CallFault::one(
-                "not-a-call",
-                None,
-                format!(
-                    "the answer is text, not a tool call; call one of the tools ({}) as {}",
-                    tool_names(registry.tools.iter()),
-                    example(options)
-                ),
-            ));
-        }
-    };
-    if raw_calls.is_empty() {
-        return Err(CallFault::one(
-            "calls-empty",
-            None,
-            format!(
-                "the list of tool calls is empty; call one of the tools ({}) as {}{}",
-                tool_names(registry.tools.iter()),
-                example(options),
-                match options.choice {
-                    ToolChoice::Auto => ", or answer in text",
-                    _ => "",
-                }
-            ),
-        ));
-    }
     let most = if options.parallel() {
         options.max_calls
     } else {
@@ -277,16 +248,84 @@ pub fn validate_output(
     }
     Ok(Checked {
         reasoning,
-        text: text_before.map(str::to_string),
+        text: joined_text(&texts),
         calls,
     })
+}
+
+/// An `auto` answer (not framed) read as text and blocks of calls in turn, as the grammar
+/// writes it (see `answer.rs`): the texts before, between and after the blocks, and the
+/// calls of every block, in order; no calls when the answer is all text.
+fn read_turns<'a>(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    answer: &'a str,
+) -> Result<(Vec<&'a str>, Vec<Json>), CallFault> {
+    let start = CallStart::of(options);
+    let text_after = options.wire.text_after_calls();
+    let mut texts = Vec::new();
+    let mut calls = Vec::new();
+    let mut rest = answer;
+    let mut begin = calls_begin(options, rest);
+    while let Some(at) = begin {
+        texts.push(&rest[..at]);
+        match read_calls(registry, options, &rest[at..], text_after)? {
+            Some((block, _)) if block.is_empty() => return Err(calls_empty(registry, options)),
+            Some((block, after)) => {
+                calls.extend(block);
+                rest = after;
+            }
+            None => {
+                let first = rest[at..].chars().next().unwrap_or_default();
+                return Err(CallFault::one(
+                    "call-malformed",
+                    None,
+                    format!(
+                        "an answer that starts with `{first}` is read as tool calls, written as {}; to answer in text, start with another character",
+                        example(options)
+                    ),
+                ));
+            }
+        }
+        begin = next_calls(options, &start, rest);
+    }
+    texts.push(rest);
+    Ok((texts, calls))
+}
+
+/// An answer's texts as one: each trimmed of whitespace, the empty ones left out, the
+/// others joined by a line break; `None` when none is left.
+pub(crate) fn joined_text(texts: &[&str]) -> Option<String> {
+    let texts: Vec<&str> = texts
+        .iter()
+        .map(|text| text.trim_matches(JSON_SPACE))
+        .filter(|text| !text.is_empty())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// The fault of a block of calls written empty.
+fn calls_empty(registry: &ToolRegistry, options: &CallOptions) -> CallFault {
+    CallFault::one(
+        "calls-empty",
+        None,
+        format!(
+            "the list of tool calls is empty; call one of the tools ({}) as {}{}",
+            tool_names(registry.tools.iter()),
+            example(options),
+            match options.choice {
+                ToolChoice::Auto => ", or answer in text",
+                _ => "",
+            }
+        ),
+    )
 }
 
 /// The calls of an output as written: read as the validator reads them, not checked
 /// against their tools.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WrittenCalls {
-    /// The text before the calls, if any.
+    /// The answer's text around the calls, if any (as [`Checked::text`]).
     pub text: Option<String>,
     /// Each call's tool name and arguments, as written.
     pub calls: Vec<(String, Value)>,
@@ -303,19 +342,14 @@ pub fn written_calls(
 ) -> Option<WrittenCalls> {
     let (_, answer) = split_reasoning(options.think, options.wire.reasoning(), output).ok()?;
     let answer = answer.trim_matches(JSON_SPACE);
-    let (text, answer) = match options.choice {
+    let (text, raw) = match options.choice {
         ToolChoice::None => return None,
-        ToolChoice::Auto => {
-            let start = calls_begin(options, answer)?;
-            let text = answer[..start].trim_end_matches(JSON_SPACE);
-            (
-                (!text.is_empty()).then(|| text.to_string()),
-                &answer[start..],
-            )
+        ToolChoice::Auto if !options.wire.frames_text() => {
+            let (texts, calls) = read_turns(registry, options, answer).ok()?;
+            (joined_text(&texts), calls)
         }
-        ToolChoice::Required | ToolChoice::Named(_) => (None, answer),
+        _ => (None, read_calls(registry, options, answer, false).ok()??.0),
     };
-    let raw = read_calls(registry, options, answer).ok()??;
     let (name_key, arguments_key) = (options.wire.name_key(), options.wire.arguments_key());
     let calls = raw
         .iter()
@@ -422,13 +456,17 @@ fn read_fault(options: &CallOptions, error: ReadError) -> CallFault {
     }
 }
 
-/// The calls of an answer that starts where calls begin, as JSON; `None` when it does not
-/// start with the wire format's opening (a `{` or `[` on the JSON wires).
-fn read_calls(
+/// The calls of an answer that starts where a block of calls begins, as JSON, and the
+/// text after the block: with `text_after` (an `auto` answer's text may follow), the rest
+/// of the answer; without, the block must end the answer and the rest is empty. `None`
+/// when it does not start with the wire format's opening (a `{` or `[` on the JSON
+/// wires).
+fn read_calls<'a>(
     registry: &ToolRegistry,
     options: &CallOptions,
-    answer: &str,
-) -> Result<Option<Vec<Json>>, CallFault> {
+    answer: &'a str,
+    text_after: bool,
+) -> Result<Option<(Vec<Json>, &'a str)>, CallFault> {
     let malformed = |message: String| CallFault::one("call-malformed", None, message);
     let parse = |text: &str| json_read::read(text).map_err(|error| read_fault(options, error));
     let several = options.parallel();
@@ -456,10 +494,15 @@ fn read_calls(
         }
     };
     match options.wire.marked() {
-        Some(marked) => read_marked(registry, options, marked, answer),
-        None if answer.starts_with('{') || answer.starts_with('[') => {
-            Ok(Some(as_list(parse(answer)?)?))
-        }
+        Some(marked) => read_marked(registry, options, marked, answer, text_after),
+        None if answer.starts_with('{') || answer.starts_with('[') => match text_after {
+            true => {
+                let (value, end) =
+                    json_read::read_prefix(answer).map_err(|error| read_fault(options, error))?;
+                Ok(Some((as_list(value)?, &answer[end..])))
+            }
+            false => Ok(Some((as_list(parse(answer)?)?, ""))),
+        },
         None => Ok(None),
     }
 }
@@ -468,12 +511,13 @@ fn read_calls(
 /// (a name written outside the JSON goes under the wire's name key, beside the
 /// arguments); `None` when the answer does not start with the format's trigger.
 /// Whitespace in and before a marker is read as layout.
-fn read_marked(
+fn read_marked<'a>(
     registry: &ToolRegistry,
     options: &CallOptions,
     marked: &Marked,
-    answer: &str,
-) -> Result<Option<Vec<Json>>, CallFault> {
+    answer: &'a str,
+    text_after: bool,
+) -> Result<Option<(Vec<Json>, &'a str)>, CallFault> {
     if !answer.starts_with(marked.trigger) {
         return Ok(None);
     }
@@ -502,9 +546,9 @@ fn read_marked(
     // A list written empty.
     if !marked.close.is_empty()
         && let MarkerRead::Found(after) = after_marker(rest, marked.close)
-        && after.trim_matches(JSON_SPACE).is_empty()
+        && (text_after || after.trim_matches(JSON_SPACE).is_empty())
     {
-        return Ok(Some(Vec::new()));
+        return Ok(Some((Vec::new(), after)));
     }
     let next_call = format!("{}{}", marked.separator, marked.before);
     let mut calls = Vec::new();
@@ -516,16 +560,20 @@ fn read_marked(
             MarkerRead::Found(_) => continue,
             MarkerRead::Truncated if rest.trim_matches(JSON_SPACE).is_empty() => {
                 if marked.close.is_empty() {
-                    return Ok(Some(calls));
+                    return Ok(Some((calls, "")));
                 }
                 return Err(truncated());
+            }
+            // Text after a block that has no end may start like another call.
+            MarkerRead::Truncated | MarkerRead::Absent if text_after && marked.close.is_empty() => {
+                return Ok(Some((calls, rest)));
             }
             MarkerRead::Truncated => return Err(truncated()),
             MarkerRead::Absent => {}
         }
         return match after_marker(rest, marked.close) {
-            MarkerRead::Found(after) if after.trim_matches(JSON_SPACE).is_empty() => {
-                Ok(Some(calls))
+            MarkerRead::Found(after) if text_after || after.trim_matches(JSON_SPACE).is_empty() => {
+                Ok(Some((calls, after)))
             }
             MarkerRead::Truncated => Err(truncated()),
             _ => Err(malformed(

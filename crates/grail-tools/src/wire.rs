@@ -495,6 +495,23 @@ impl WireFormat {
         self.marked().and_then(|marked| marked.most_calls)
     }
 
+    /// Whether an `auto` answer may go on with text after a block of calls (see
+    /// `answer.rs`): where the block's end is plain, because the format closes it, or
+    /// because a next call in it starts with the trigger, which text never contains.
+    /// Not in `llama3-python-tag` (text after `{…}` could be `; ` and another call) nor
+    /// where text is framed.
+    pub fn text_after_calls(self) -> bool {
+        match self.marked() {
+            None => true,
+            Some(marked) => {
+                marked.text_open.is_none()
+                    && (!marked.close.is_empty()
+                        || format!("{}{}", marked.separator, marked.before)
+                            .contains(marked.trigger))
+            }
+        }
+    }
+
     /// Whether the format frames free text (harmony's final channel), so that an answer
     /// is either text or calls, never both.
     pub fn frames_text(self) -> bool {

@@ -13,7 +13,8 @@
 //! - what the validator accepts and the grammar does not match differs from a text the
 //!   grammar matches only in layout: rewritten as the grammar writes it (no whitespace
 //!   around the answer or between JSON tokens, each call as `{name, arguments}`, strings in
-//!   canonical form, integral numbers as integers), the grammar matches it.
+//!   canonical form, integral numbers as integers, the text before or after the calls),
+//!   the grammar matches it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -196,8 +197,13 @@ fn integral_numbers(json: &str) -> String {
     out
 }
 
-/// An accepted output written as the grammar writes it.
-fn as_grammar_writes(registry: &ToolRegistry, options: &CallOptions, checked: &Checked) -> String {
+/// An accepted output written as the grammar writes it: its text before its calls, and
+/// (where text may follow calls, as the validator joins the texts around them) after.
+fn as_grammar_writes(
+    registry: &ToolRegistry,
+    options: &CallOptions,
+    checked: &Checked,
+) -> Vec<String> {
     let markers = options.wire.reasoning();
     let mut text = match (&checked.reasoning, options.think) {
         (Some(reasoning), Think::Forced) => format!("{reasoning}{}", markers.close),
@@ -208,16 +214,21 @@ fn as_grammar_writes(registry: &ToolRegistry, options: &CallOptions, checked: &C
     if options.wire.frames_text() && checked.calls.is_empty() {
         text.push_str("<|channel|>final<|message|>");
     }
-    text.push_str(checked.text.as_deref().unwrap_or_default());
-    if !checked.calls.is_empty() {
-        let calls: Vec<CallText> = checked
-            .calls
-            .iter()
-            .map(|call| call_text(&call.name, &integral_numbers(call.arguments.text())))
-            .collect();
-        text.push_str(&render_calls(registry, options, &calls));
+    let answer_text = checked.text.as_deref().unwrap_or_default();
+    if checked.calls.is_empty() {
+        return vec![text + answer_text];
     }
-    text
+    let calls: Vec<CallText> = checked
+        .calls
+        .iter()
+        .map(|call| call_text(&call.name, &integral_numbers(call.arguments.text())))
+        .collect();
+    let calls = render_calls(registry, options, &calls);
+    let mut forms = vec![format!("{text}{answer_text}{calls}")];
+    if options.wire.text_after_calls() {
+        forms.push(format!("{text}{calls}{answer_text}"));
+    }
+    forms
 }
 
 /// The invalid calls and answers made for `options` (`samples` are texts of the grammar).
@@ -373,7 +384,7 @@ fn judge(
         }
         (false, Ok(checked)) => {
             let rewritten = as_grammar_writes(registry, options, &checked);
-            (!matches(grammar, &rewritten)).then(|| {
+            (!rewritten.iter().any(|form| matches(grammar, form))).then(|| {
                 format!(
                     "{text:?}: the validator accepts, the grammar matches neither it nor {rewritten:?}"
                 )
