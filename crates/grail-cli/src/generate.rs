@@ -338,6 +338,9 @@ fn generate_tool_calls(
         think: args.think,
         query: args.filter_pool.then(|| prompt_text.to_string()),
         fallback_below: 3,
+        // The model's vocabulary writes the markers' special tokens when the grammar is
+        // compiled (`grail_gen::compile_tool_grammar`).
+        vocab: None,
         schema: args.schema_options.clone(),
     };
     let loaded = match call_args.load()? {

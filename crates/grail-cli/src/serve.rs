@@ -172,6 +172,14 @@ fn wire_format(wire: WireArg, model: Option<&Path>) -> anyhow::Result<WireFormat
     Ok(format)
 }
 
+/// The embedded model's special tokens among `wire`'s markers (read from the GGUF's
+/// vocabulary), for the tool-call grammar to write as tokens.
+fn marker_tokens(wire: WireFormat, model: &Path) -> anyhow::Result<Vec<(String, u32)>> {
+    let vocabulary = grail_vocab::from_gguf(model)
+        .map_err(|error| anyhow::anyhow!("reading the model's vocabulary: {error}"))?;
+    Ok(wire.marker_tokens(|text| vocabulary.special_id_of_text(text)))
+}
+
 /// The remote backend a `--backend LABEL=URL` names.
 fn remote_kind(label: &str) -> Option<RemoteKind> {
     match label {
@@ -214,6 +222,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let wire = wire_format(args.wire, embedded_model.as_deref())?;
+    let special_tokens = match &embedded_model {
+        Some(path) => marker_tokens(wire, path)?,
+        None => Vec::new(),
+    };
     let backend: Arc<dyn Backend> = match args.backend.split_once('=') {
         None if args.backend == "embedded" => {
             let path = embedded_model.expect("read above for the embedded backend");
@@ -271,6 +283,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             max_messages: args.max_messages,
             max_grammar_bytes: args.max_grammar_bytes,
             max_grammar_nodes: args.max_grammar_nodes,
+            special_tokens,
             ..PlanSettings::default()
         },
     };

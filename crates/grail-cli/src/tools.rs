@@ -54,6 +54,11 @@ pub struct CallArgs {
     /// offered.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub fallback_below: usize,
+    /// A model's vocabulary (GGUF or tokenizer.json): its special tokens among the
+    /// format's markers (`[TOOL_CALLS]`, `<|channel|>`, …) are written as tokens
+    /// (`<[id]>`), as that model writes them; without it, markers are text.
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<PathBuf>,
     /// How the tools' argument schemas are converted.
     #[command(flatten, next_help_heading = "Argument schemas")]
     pub schema: SchemaArgs,
@@ -178,6 +183,15 @@ impl CallArgs {
             },
             think: self.think,
             schema,
+            special_tokens: match &self.vocab {
+                Some(path) => {
+                    let vocabulary = grail_vocab::load(path).map_err(|error| {
+                        anyhow::anyhow!("cannot load the vocabulary `{}`: {error}", path.display())
+                    })?;
+                    wire.marker_tokens(|text| vocabulary.special_id_of_text(text))
+                }
+                None => Vec::new(),
+            },
         };
         Ok(Ok(Loaded {
             registry,

@@ -61,4 +61,5 @@ pub use sampling::{SamplingParams, TokenSampler, argmax};
 pub use tool_calls::{
     Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, ToolsShown,
     compile_tool_grammar, feedback_as_results, messages_with_tools, run_tool_task,
+    with_special_tokens,
 };

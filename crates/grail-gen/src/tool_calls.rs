@@ -9,6 +9,7 @@ use grail_tools::{
     CallOptions, Checked, ToolRegistry, ToolsError, WireFormat, tool_call_grammar, validate_output,
     written_calls,
 };
+use grail_vocab::Vocabulary;
 use serde_json::Value;
 
 use crate::chat::{Message, MessageToolCall, template_reads_tools};
@@ -73,12 +74,27 @@ pub enum ToolTaskError {
     Decode(#[from] DecodeError),
 }
 
-/// Compiles the tool-call grammar of `registry` under `options`.
+/// `options` with `vocabulary`'s special tokens among the wire format's markers (see
+/// [`CallOptions::special_tokens`]): the grammar then lets the model write
+/// `[TOOL_CALLS]` or `<|channel|>` as the one token it was trained to write.
+pub fn with_special_tokens(options: &CallOptions, vocabulary: &Vocabulary) -> CallOptions {
+    CallOptions {
+        special_tokens: options
+            .wire
+            .marker_tokens(|text| vocabulary.special_id_of_text(text)),
+        ..options.clone()
+    }
+}
+
+/// Compiles the tool-call grammar of `registry` under `options` for a model of
+/// `vocabulary` (its special tokens among the markers written as tokens: see
+/// [`with_special_tokens`]).
 pub fn compile_tool_grammar(
     registry: &ToolRegistry,
     options: &CallOptions,
+    vocabulary: &Vocabulary,
 ) -> Result<CompiledGrammar, ToolTaskError> {
-    let grammar = tool_call_grammar(registry, options)?;
+    let grammar = tool_call_grammar(registry, &with_special_tokens(options, vocabulary))?;
     CompiledGrammar::compile(&grammar.grammar, &CompileOptions::default())
         .map_err(|error| ToolTaskError::Compile(error.to_string()))
 }
@@ -90,7 +106,12 @@ pub fn run_tool_task(
     decode_options: &DecodeOptions,
 ) -> Result<ToolOutcome, ToolTaskError> {
     let grammar = if task.constrained {
-        Some(compile_tool_grammar(task.registry, task.options)?)
+        let vocabulary = model.vocabulary().clone();
+        Some(compile_tool_grammar(
+            task.registry,
+            task.options,
+            vocabulary.vocabulary(),
+        )?)
     } else {
         None
     };

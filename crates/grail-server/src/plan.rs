@@ -63,6 +63,10 @@ pub struct PlanSettings {
     /// A reasoning block (`<think>…</think>`) before answers with tools and unconstrained
     /// text answers, returned as `reasoning_content` (off: none).
     pub think: Think,
+    /// The embedded model's special tokens among the wire format's markers, as (text,
+    /// id): the tool-call grammar writes them as tokens (see
+    /// [`grail_tools::CallOptions::special_tokens`]). Empty for a remote backend.
+    pub special_tokens: Vec<(String, u32)>,
 }
 
 impl Default for PlanSettings {
@@ -78,6 +82,7 @@ impl Default for PlanSettings {
             max_messages: DEFAULT_MAX_MESSAGES,
             max_grammar_bytes: DEFAULT_MAX_GRAMMAR_BYTES,
             max_grammar_nodes: DEFAULT_MAX_GRAMMAR_NODES,
+            special_tokens: Vec::new(),
         }
     }
 }
@@ -244,6 +249,7 @@ fn call_options(request: &ChatRequest, settings: &PlanSettings, choice: ToolChoi
             _ => Some(1),
         },
         think: settings.think,
+        special_tokens: settings.special_tokens.clone(),
         ..CallOptions::default()
     }
 }

@@ -76,6 +76,11 @@ impl CallStart {
         CallStart::build(parts)
     }
 
+    /// Exactly `text` (no whitespace read loosely): text that avoids it never writes it.
+    pub(crate) fn literal(text: &str) -> CallStart {
+        CallStart::build(text.chars().map(Part::Char).collect())
+    }
+
     fn build(parts: Vec<Part>) -> CallStart {
         let mut alphabet: Vec<char> = parts
             .iter()

@@ -11,7 +11,7 @@
 //! The wire format, the number of calls, free text and the reasoning block are written
 //! around it.
 
-use grail_grammar::{CharSet, Expr, Grammar, GrammarBuilder, print_grammar};
+use grail_grammar::{Expr, Grammar, GrammarBuilder, print_grammar};
 use grail_schema::{
     ArgumentRules, Call, CallKeys, SchemaDiagnostic, SchemaError, SchemaOptions, Severity,
 };
@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::answer::{CallStart, JSON_SPACE, call_first_chars, not_first};
 use crate::error::ToolsError;
+use crate::markers::{marker, until_marker};
 use crate::numbers::call_number_syntax;
 use crate::parameters;
 use crate::registry::{Tool, ToolRegistry};
@@ -76,6 +77,11 @@ pub struct CallOptions {
     /// [`crate::CALL_EXPONENT_DIGITS`] on top of `numbers`' caps (so every one is a finite
     /// double), and the validator checks that.
     pub schema: SchemaOptions,
+    /// The model's special tokens among the wire format's markers, as (text, id) (see
+    /// [`WireFormat::marker_tokens`]): a marker holding one is written as the token
+    /// (`<[id]>`), as the model writes it, not as text. Empty (the default): markers are
+    /// text, a grammar for any vocabulary.
+    pub special_tokens: Vec<(String, u32)>,
 }
 
 impl Default for CallOptions {
@@ -89,6 +95,7 @@ impl Default for CallOptions {
                 additional_properties_default: false,
                 ..SchemaOptions::default()
             },
+            special_tokens: Vec::new(),
         }
     }
 }
@@ -155,10 +162,10 @@ pub fn tool_call_grammar(
     if tools.is_empty() {
         let mut builder = GrammarBuilder::new();
         let body = match text_open {
-            Some(open) => framed_text(open),
+            Some(open) => framed_text(&options.special_tokens, open),
             None => free_text(&mut builder, &not_first(options.think, &[])),
         };
-        let body = with_think(&mut builder, options.think, options.wire, body);
+        let body = with_think(&mut builder, options, body);
         let root = builder.root();
         builder
             .define(root, body)
@@ -182,13 +189,14 @@ pub fn tool_call_grammar(
         let body = match options.choice {
             // The calls, or text in the format's frame.
             ToolChoice::Auto if let Some(open) = text_open => {
-                Expr::choice([block.calls(options.max_calls), framed_text(open)])
+                let text = framed_text(&options.special_tokens, open);
+                Expr::choice([block.calls(options.max_calls), text])
             }
             // Text and blocks of calls, in turn: see `answer.rs`.
             ToolChoice::Auto => triggered(builder, options, block),
             _ => block.calls(options.max_calls),
         };
-        with_think(builder, options.think, options.wire, body)
+        with_think(builder, options, body)
     };
     let schema = SchemaOptions {
         numbers: call_number_syntax(&options.schema.numbers),
@@ -199,7 +207,14 @@ pub fn tool_call_grammar(
             let mut raw_text = None;
             let mut write_call = |name: &str, rules: &mut ArgumentRules<'_, '_>| {
                 let schema = &registry.get(name).expect("a registry tool").parameters;
-                named_call(marked, name, schema, rules, &mut raw_text)
+                named_call(
+                    marked,
+                    &options.special_tokens,
+                    name,
+                    schema,
+                    rules,
+                    &mut raw_text,
+                )
             };
             grail_schema::named_calls_to_grammar_framed(
                 &calls,
@@ -324,17 +339,20 @@ impl Block {
     /// `space` JSON's whitespace.
     fn of(options: &CallOptions, call: Expr, space: Expr) -> Block {
         match options.wire.marked() {
-            Some(marked) => Block {
-                open: text(marked.open),
-                call: match marked.name {
-                    NamePlace::InObject => {
-                        Expr::sequence([text(marked.before), call, text(marked.after)])
-                    }
-                    NamePlace::Outside { .. } | NamePlace::Parameters(_) => call,
-                },
-                separator: text(marked.separator),
-                close: text(marked.close),
-            },
+            Some(marked) => {
+                let text = |text: &str| marker(&options.special_tokens, text);
+                Block {
+                    open: text(marked.open),
+                    call: match marked.name {
+                        NamePlace::InObject => {
+                            Expr::sequence([text(marked.before), call, text(marked.after)])
+                        }
+                        NamePlace::Outside { .. } | NamePlace::Parameters(_) => call,
+                    },
+                    separator: text(marked.separator),
+                    close: text(marked.close),
+                }
+            }
             // Several calls on a JSON wire are a list.
             None if options.parallel() => Block {
                 open: Expr::sequence([Expr::literal("["), space.clone()]),
@@ -443,19 +461,21 @@ fn triggered(builder: &mut GrammarBuilder, options: &CallOptions, block: Block) 
 /// call's end. `schema` is the tool's arguments' schema.
 fn named_call(
     marked: &Marked,
+    tokens: &[(String, u32)],
     name: &str,
     schema: &Value,
     rules: &mut ArgumentRules<'_, '_>,
     raw_text: &mut Option<Expr>,
 ) -> Expr {
-    let opening = Expr::literal(format!("{}{name}", marked.before));
+    let text = |text: &str| marker(tokens, text);
+    let opening = Expr::sequence([text(marked.before), Expr::literal(name.to_string())]);
     let (middle, tag) = match marked.name {
         NamePlace::Outside { middle, tag } => (middle, tag),
         NamePlace::Parameters(tags) => {
             return Expr::sequence([
                 opening,
-                Expr::literal(tags.after_name),
-                parameters::arguments_expr(&tags, schema, rules, raw_text),
+                text(tags.after_name),
+                parameters::arguments_expr(&tags, tokens, schema, rules, raw_text),
                 text(marked.after),
             ]);
         }
@@ -472,19 +492,11 @@ fn named_call(
         CallTag::OptionalId => {
             let id = Expr::chars([('0', '9'), ('A', 'Z'), ('a', 'z')])
                 .repeat(CALL_ID_LEN as u32, Some(CALL_ID_LEN as u32));
-            items.push(Expr::sequence([Expr::literal(CALL_ID_MARKER), id]).optional());
+            items.push(Expr::sequence([text(CALL_ID_MARKER), id]).optional());
         }
     }
     items.extend([text(middle), arguments, text(marked.after)]);
     Expr::sequence(items)
-}
-
-/// `literal` as an expression (nothing when empty).
-fn text(literal: &'static str) -> Expr {
-    match literal {
-        "" => Expr::Empty,
-        literal => Expr::literal(literal),
-    }
 }
 
 /// Free text: at least one character, the first none of `not_first` (whitespace, and
@@ -500,108 +512,37 @@ fn free_text(builder: &mut GrammarBuilder, not_first: &[char]) -> Expr {
 
 /// Text in a format's frame: `open`, then text that does not start with whitespace
 /// (the answer's text is never empty or padded, as free text).
-fn framed_text(open: &'static str) -> Expr {
+fn framed_text(tokens: &[(String, u32)], open: &str) -> Expr {
     let first = Expr::chars_except(JSON_SPACE.into_iter().map(|c| (c, c)));
-    Expr::sequence([Expr::literal(open), first, Expr::Any.zero_or_more()])
+    Expr::sequence([marker(tokens, open), first, Expr::Any.zero_or_more()])
 }
 
 /// `body` after the reasoning block the options ask for, in `wire`'s markers.
-fn with_think(builder: &mut GrammarBuilder, think: Think, wire: WireFormat, body: Expr) -> Expr {
-    let markers = wire.reasoning();
+fn with_think(builder: &mut GrammarBuilder, options: &CallOptions, body: Expr) -> Expr {
+    let markers = options.wire.reasoning();
+    let tokens = &options.special_tokens;
     let after = Expr::chars([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')]).zero_or_more();
-    match think {
+    let open = marker(tokens, markers.open);
+    match options.think {
         Think::Off => body,
         Think::Optional => {
             let block = Expr::sequence([
-                Expr::literal(markers.open),
-                until_after(builder, "think", markers.close),
+                open,
+                until_marker(builder, "think", markers.close, tokens),
                 after,
             ]);
             Expr::sequence([block.optional(), body])
         }
         Think::Required => Expr::sequence([
-            Expr::literal(markers.open),
-            until_after(builder, "think", markers.close),
+            open,
+            until_marker(builder, "think", markers.close, tokens),
             after,
             body,
         ]),
-        Think::Forced => {
-            Expr::sequence([until_after(builder, "think", markers.close), after, body])
-        }
+        Think::Forced => Expr::sequence([
+            until_marker(builder, "think", markers.close, tokens),
+            after,
+            body,
+        ]),
     }
-}
-
-/// Any text up to and including the first occurrence of `stop` (one rule per
-/// character of `stop` matched so far, as in string search).
-pub(crate) fn until_after(builder: &mut GrammarBuilder, name: &str, stop: &str) -> Expr {
-    let stop: Vec<char> = stop.chars().collect();
-    let states: Vec<_> = (0..stop.len())
-        .map(|state| {
-            let hint = match state {
-                0 => name.to_string(),
-                _ => format!("{name}-{state}"),
-            };
-            builder.declare(&hint)
-        })
-        .collect();
-    // The longest prefix of `stop` that ends the text matched so far plus `c`.
-    let next = |state: usize, c: char| -> usize {
-        let mut seen: Vec<char> = stop[..state].to_vec();
-        seen.push(c);
-        (0..=seen.len().min(stop.len()))
-            .rev()
-            .find(|&len| seen.ends_with(&stop[..len]))
-            .unwrap_or(0)
-    };
-    let mut alphabet: Vec<char> = stop.clone();
-    alphabet.sort_unstable();
-    alphabet.dedup();
-    for (state, &rule) in states.iter().enumerate() {
-        let mut staying: Vec<(char, char)> = Vec::new();
-        let mut leaving: Vec<Expr> = Vec::new();
-        for &c in &alphabet {
-            match next(state, c) {
-                target if target == stop.len() => leaving.push(Expr::literal(c.to_string())),
-                target if target == state => staying.push((c, c)),
-                target => leaving.push(Expr::sequence([
-                    Expr::literal(c.to_string()),
-                    Expr::Rule(states[target]),
-                ])),
-            }
-        }
-        // Characters outside `stop` go back to the start.
-        let others = Expr::Chars(CharSet::new(
-            alphabet.iter().map(|&c| (c as u32, c as u32)),
-            true,
-        ));
-        let body = if state == 0 {
-            // The start loops on itself (a loop inside the rule, for the mask engine).
-            let looping = match staying.is_empty() {
-                true => others,
-                false => Expr::choice([
-                    others,
-                    Expr::Chars(CharSet::new(
-                        staying.iter().map(|&(c, _)| (c as u32, c as u32)),
-                        false,
-                    )),
-                ]),
-            };
-            Expr::sequence([looping.zero_or_more(), Expr::choice(leaving)])
-        } else {
-            let mut choices = leaving;
-            if !staying.is_empty() {
-                choices.push(Expr::sequence([
-                    Expr::Chars(CharSet::new(
-                        staying.iter().map(|&(c, _)| (c as u32, c as u32)),
-                        false,
-                    )),
-                    Expr::Rule(rule),
-                ]));
-            }
-            choices.push(Expr::sequence([others, Expr::Rule(states[0])]));
-            Expr::choice(choices)
-        };
-        builder.define(rule, body).expect("declared above");
-    }
-    Expr::Rule(states[0])
 }

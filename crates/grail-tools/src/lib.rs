@@ -34,6 +34,7 @@ pub mod filter;
 mod grammar;
 mod json_read;
 mod lazy;
+mod markers;
 mod numbers;
 mod parameters;
 mod registry;

@@ -11,13 +11,13 @@
 //! warning in lenient mode): a string's `pattern`, `format` or lengths (the text written
 //! as it is has no grammar of its own here), and arguments not declared in `properties`.
 
-use grail_grammar::{Expr, GrammarBuilder};
+use grail_grammar::Expr;
 use grail_schema::ArgumentRules;
 use grail_schema::diagnostic::escape_pointer_token;
 use serde_json::Value;
 
-use crate::grammar::until_after;
 use crate::json_read::{self, Json, ReadError};
+use crate::markers::{marker, until_marker};
 use crate::validate::preview;
 use crate::wire::ParameterTags;
 
@@ -90,6 +90,7 @@ fn arguments_in_order(schema: &Value) -> Vec<(&str, &Value, bool)> {
 /// rule of text up to a value's closing tag is made once per grammar (`raw_text`).
 pub(crate) fn arguments_expr(
     tags: &ParameterTags,
+    tokens: &[(String, u32)],
     schema: &Value,
     rules: &mut ArgumentRules<'_, '_>,
     raw_text: &mut Option<Expr>,
@@ -119,7 +120,7 @@ pub(crate) fn arguments_expr(
         let value = match value_kind(property) {
             ValueKind::Text(Some(texts)) => Expr::sequence([
                 Expr::choice(texts.into_iter().map(Expr::literal)),
-                Expr::literal(tags.value_close),
+                marker(tokens, tags.value_close),
             ]),
             ValueKind::Text(None) => {
                 for keyword in RAW_STRING_KEYWORDS {
@@ -132,18 +133,22 @@ pub(crate) fn arguments_expr(
                     }
                 }
                 raw_text
-                    .get_or_insert_with(|| text_before(rules.builder(), tags.value_close))
+                    .get_or_insert_with(|| {
+                        until_marker(rules.builder(), "argument-text", tags.value_close, tokens)
+                    })
                     .clone()
             }
             ValueKind::Json => {
                 let json = rules.at(&pointer);
-                Expr::sequence([json, Expr::literal(tags.value_close)])
+                Expr::sequence([json, marker(tokens, tags.value_close)])
             }
         };
         let argument = Expr::sequence([
-            Expr::literal(format!("{}{key}{}", tags.key_open, tags.key_close)),
+            marker(tokens, tags.key_open),
+            Expr::literal(key.to_string()),
+            marker(tokens, tags.key_close),
             value,
-            Expr::literal(tags.trailer),
+            marker(tokens, tags.trailer),
         ]);
         items.push(match required {
             true => argument,
@@ -151,12 +156,6 @@ pub(crate) fn arguments_expr(
         });
     }
     Expr::sequence(items)
-}
-
-/// Text up to and including the first `close` (a value written as it is, then its
-/// closing tag).
-fn text_before(builder: &mut GrammarBuilder, close: &str) -> Expr {
-    until_after(builder, "argument-text", close)
 }
 
 /// The arguments after a tool's name in `text` (which starts after

@@ -534,6 +534,22 @@ impl WireFormat {
         self.marked().map_or(&[], |marked| marked.special_tokens)
     }
 
+    /// The texts among the format's markers and its reasoning block's that a model may
+    /// hold as special tokens, each with its id where `special_id` finds one (the id of
+    /// the model's special token of exactly that text): what
+    /// [`crate::CallOptions::special_tokens`] takes.
+    pub fn marker_tokens(self, special_id: impl Fn(&str) -> Option<u32>) -> Vec<(String, u32)> {
+        let reasoning = self.reasoning();
+        let mut texts: Vec<&str> = self.special_tokens().to_vec();
+        texts.extend([reasoning.open, reasoning.close]);
+        texts.sort_unstable();
+        texts.dedup();
+        texts
+            .into_iter()
+            .filter_map(|text| special_id(text).map(|id| (text.to_string(), id)))
+            .collect()
+    }
+
     /// The layout of a marked format; `None` for the JSON wires.
     pub(crate) fn marked(self) -> Option<&'static Marked> {
         match self {

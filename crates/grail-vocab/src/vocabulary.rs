@@ -171,6 +171,11 @@ impl Vocabulary {
         (self.bytes(id) == text.as_bytes()).then_some(id)
     }
 
+    /// The id of the special token whose text is exactly `text`, if there is one.
+    pub fn special_id_of_text(&self, text: &str) -> Option<u32> {
+        self.id_of_text(text).filter(|&id| self.is_special(id))
+    }
+
     /// All ids with their bytes and kinds.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8], TokenKind)> {
         (0..self.len() as u32).map(|id| (id, self.bytes(id), self.kinds[id as usize]))
