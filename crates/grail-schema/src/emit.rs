@@ -345,8 +345,8 @@ impl<'s> Emitter<'s> {
                 is_excluded(&Value::Bool(false)),
             ) {
                 (false, false) => choices.push(self.primitive(Primitive::Boolean)),
-                (true, false) => choices.push(Expr::literal("false")),
-                (false, true) => choices.push(Expr::literal("true")),
+                (true, false) => choices.push(Expr::literal(self.options.literal_names()[1])),
+                (false, true) => choices.push(Expr::literal(self.options.literal_names()[0])),
                 (true, true) => {}
             }
         }

@@ -90,6 +90,46 @@ pub fn any_string_char_exact() -> Expr {
     ])
 }
 
+/// One character of a string as written where it must read as the same character in
+/// JSON and as a Python literal: as itself, a short escape but `\/`, or a `\u` escape
+/// of a character outside the surrogates (a pair of surrogate escapes is one character in
+/// JSON and two in Python).
+pub fn python_string_char() -> Expr {
+    let hex = hex_digit;
+    let not_surrogate = Expr::choice([
+        Expr::sequence([
+            Expr::chars([('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
+            hex(),
+            hex(),
+            hex(),
+        ]),
+        Expr::sequence([
+            Expr::chars([('d', 'd'), ('D', 'D')]),
+            Expr::chars([('0', '7')]),
+            hex(),
+            hex(),
+        ]),
+    ]);
+    Expr::choice([
+        Expr::Chars(CharSet::new(escaped_set().members(), true)),
+        Expr::sequence([
+            Expr::literal("\\"),
+            Expr::choice([
+                Expr::chars([
+                    ('"', '"'),
+                    ('\\', '\\'),
+                    ('b', 'b'),
+                    ('f', 'f'),
+                    ('n', 'n'),
+                    ('r', 'r'),
+                    ('t', 't'),
+                ]),
+                Expr::sequence([Expr::literal("u"), not_surrogate]),
+            ]),
+        ]),
+    ])
+}
+
 /// llama.cpp's `char`: one character of a JSON string as written, escapes included.
 pub fn any_string_char() -> Expr {
     Expr::choice([

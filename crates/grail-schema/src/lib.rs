@@ -57,7 +57,7 @@ pub use calls::{
 };
 pub use diagnostic::{SchemaDiagnostic, Severity};
 pub use document::Mount;
-pub use options::{Dialect, KeyOrder, Mode, SchemaLimits, SchemaOptions, Whitespace};
+pub use options::{Dialect, KeyOrder, Literals, Mode, SchemaLimits, SchemaOptions, Whitespace};
 pub use outcome::{Frame, SchemaError, SchemaGrammar};
 
 use document::Document;

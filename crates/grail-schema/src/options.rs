@@ -40,6 +40,20 @@ pub enum KeyOrder {
     Any,
 }
 
+/// How values are spelt: as JSON, or as the Python literals that Python's
+/// `ast.literal_eval` reads as the same values (the arguments of pythonic tool calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Literals {
+    /// JSON text.
+    #[default]
+    Json,
+    /// JSON text but `True`, `False` and `None`, and strings without the two escapes
+    /// Python reads otherwise than JSON: `\/` (two characters in Python) and surrogate
+    /// pairs of `\u` escapes (two lone surrogates in Python). Objects are dict displays
+    /// with string keys, arrays list displays.
+    Python,
+}
+
 /// Whose reading of the schema to follow where llama.cpp's converter departs from the
 /// specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,6 +146,8 @@ pub struct SchemaOptions {
     pub depth_cap: Option<u32>,
     /// Limits on the work done.
     pub limits: SchemaLimits,
+    /// How values are spelt: JSON (default), or Python literals.
+    pub literals: Literals,
 }
 
 impl Default for SchemaOptions {
@@ -148,6 +164,7 @@ impl Default for SchemaOptions {
             key_separator: ":".to_string(),
             depth_cap: None,
             limits: SchemaLimits::default(),
+            literals: Literals::Json,
         }
     }
 }
@@ -189,6 +206,14 @@ impl SchemaOptions {
             }
         }
         Ok(())
+    }
+
+    /// The spelling of `true`, `false` and `null` (see [`Literals`]).
+    pub fn literal_names(&self) -> [&'static str; 3] {
+        match self.literals {
+            Literals::Json => ["true", "false", "null"],
+            Literals::Python => ["True", "False", "None"],
+        }
     }
 
     /// True when following llama.cpp's readings.

@@ -23,8 +23,8 @@ use corpus::{maskbench_directory, maskbench_groups};
 use grail_engine::CompiledGrammar;
 use grail_grammar::{Expr, GrammarBuilder};
 use grail_schema::{
-    Call, CallKeys, Dialect, KeyOrder, Mode, SchemaError, SchemaGrammar, SchemaOptions, Severity,
-    Whitespace, calls_to_grammar_framed, schema_to_grammar,
+    Call, CallKeys, Dialect, KeyOrder, Literals, Mode, SchemaError, SchemaGrammar, SchemaOptions,
+    Severity, Whitespace, calls_to_grammar_framed, schema_to_grammar,
 };
 use outcome::read_json;
 use serde_json::Value;
@@ -46,6 +46,13 @@ fn option_sets() -> Vec<(&'static str, SchemaOptions)> {
             },
         ),
         ("llama.cpp", SchemaOptions::llama_cpp()),
+        (
+            "python literals, llama.cpp",
+            SchemaOptions {
+                literals: Literals::Python,
+                ..SchemaOptions::llama_cpp()
+            },
+        ),
         (
             "any key order, no whitespace, closed objects",
             SchemaOptions {

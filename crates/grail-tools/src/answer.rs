@@ -33,7 +33,7 @@ use grail_grammar::{CharSet, Expr, GrammarBuilder};
 
 use crate::grammar::{CallOptions, Think};
 use crate::wire::THINK_MARKERS;
-use crate::wire::WireFormat;
+use crate::wire::{NamePlace, WireFormat};
 
 /// The characters JSON calls whitespace (and the only ones `\s` stands for here).
 pub(crate) const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
@@ -43,8 +43,43 @@ pub(crate) const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 enum Part {
     /// This character.
     Char(char),
-    /// Any JSON whitespace, zero or more characters.
-    Spaces,
+    /// One character of these inclusive ranges.
+    One(&'static [(char, char)]),
+    /// Zero or more characters of these inclusive ranges.
+    Many(&'static [(char, char)]),
+}
+
+/// JSON whitespace as ranges.
+const JSON_SPACE_RANGES: &[(char, char)] = &[(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')];
+
+/// The characters of a tool's name.
+pub(crate) const NAME_RANGES: &[(char, char)] =
+    &[('-', '.'), ('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')];
+
+impl Part {
+    /// Whether `c` may be read at this part (and where to go: the part after, or here).
+    fn reads(self, c: char) -> bool {
+        let within = |ranges: &[(char, char)]| {
+            ranges
+                .iter()
+                .any(|&(first, last)| (first..=last).contains(&c))
+        };
+        match self {
+            Part::Char(expected) => expected == c,
+            Part::One(ranges) | Part::Many(ranges) => within(ranges),
+        }
+    }
+
+    /// The characters the part reads.
+    fn chars(self) -> Vec<char> {
+        match self {
+            Part::Char(c) => vec![c],
+            Part::One(ranges) | Part::Many(ranges) => ranges
+                .iter()
+                .flat_map(|&(first, last)| first..=last)
+                .collect(),
+        }
+    }
 }
 
 /// What starts a call inside an answer, as an automaton over characters: the text may
@@ -64,12 +99,20 @@ pub(crate) struct CallStart {
 impl CallStart {
     /// The start of a call in `options`' wire format.
     pub(crate) fn of(options: &CallOptions) -> CallStart {
+        let space = Part::Many(JSON_SPACE_RANGES);
         let parts: Vec<Part> = match options.wire.marked() {
+            // A list of calls `[NAME(`: a `[` alone is text.
+            Some(marked) if matches!(marked.name, NamePlace::Keywords(_)) => {
+                let mut parts: Vec<Part> = marked.trigger.chars().map(Part::Char).collect();
+                parts.extend([Part::One(NAME_RANGES), Part::Many(NAME_RANGES)]);
+                parts.push(Part::Char('('));
+                parts
+            }
             Some(marked) => marked.trigger.chars().map(Part::Char).collect(),
             None => {
-                let mut parts = vec![Part::Char('{'), Part::Spaces, Part::Char('"')];
+                let mut parts = vec![Part::Char('{'), space, Part::Char('"')];
                 parts.extend(options.wire.name_key().chars().map(Part::Char));
-                parts.extend([Part::Char('"'), Part::Spaces, Part::Char(':')]);
+                parts.extend([Part::Char('"'), space, Part::Char(':')]);
                 parts
             }
         };
@@ -82,21 +125,15 @@ impl CallStart {
     }
 
     fn build(parts: Vec<Part>) -> CallStart {
-        let mut alphabet: Vec<char> = parts
-            .iter()
-            .flat_map(|part| match part {
-                Part::Char(c) => vec![*c],
-                Part::Spaces => JSON_SPACE.to_vec(),
-            })
-            .collect();
+        let mut alphabet: Vec<char> = parts.iter().flat_map(|part| part.chars()).collect();
         alphabet.sort_unstable();
         alphabet.dedup();
-        // Positions reachable from `positions` without reading (over `Spaces`).
+        // Positions reachable from `positions` without reading (over `Many`).
         let close = |mut positions: Vec<usize>| -> Vec<usize> {
             let mut index = 0;
             while index < positions.len() {
                 let at = positions[index];
-                if parts.get(at) == Some(&Part::Spaces) && !positions.contains(&(at + 1)) {
+                if matches!(parts.get(at), Some(Part::Many(_))) && !positions.contains(&(at + 1)) {
                     positions.push(at + 1);
                 }
                 index += 1;
@@ -109,8 +146,8 @@ impl CallStart {
             let mut next = vec![0];
             for &at in positions {
                 let advanced = match (parts.get(at), c) {
-                    (Some(Part::Char(expected)), Some(c)) if *expected == c => Some(at + 1),
-                    (Some(Part::Spaces), Some(c)) if JSON_SPACE.contains(&c) => Some(at),
+                    (Some(Part::Many(ranges)), Some(c)) if Part::Many(ranges).reads(c) => Some(at),
+                    (Some(part), Some(c)) if part.reads(c) => Some(at + 1),
                     _ => None,
                 };
                 if let Some(advanced) = advanced {
@@ -167,7 +204,9 @@ impl CallStart {
     fn first(&self) -> char {
         match self.parts[0] {
             Part::Char(c) => c,
-            Part::Spaces => unreachable!("a call's start begins with a character"),
+            Part::One(_) | Part::Many(_) => {
+                unreachable!("a call's start begins with a character")
+            }
         }
     }
 
@@ -366,7 +405,7 @@ mod tests {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
 
-        let mut alphabet: Vec<char> = "{\"name:tol_c>[TOLCAS]<\n x".chars().collect();
+        let mut alphabet: Vec<char> = "{\"name:tol_c>[TOLCAS]<\n x(f_1".chars().collect();
         // Every marked wire's trigger characters, so damaged triggers are met.
         for wire in WireFormat::ALL {
             alphabet.extend(
@@ -395,6 +434,9 @@ mod tests {
                 // Often plant a call's start, perhaps damaged.
                 if rng.random_bool(0.5) {
                     let planted = match wire.marked() {
+                        Some(marked) if matches!(marked.name, NamePlace::Keywords(_)) => {
+                            format!("{}f_1(", marked.trigger)
+                        }
                         Some(marked) => marked.trigger.to_string(),
                         None => format!("{{ \"{}\"\n:", wire.name_key()),
                     };

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::answer::{CallStart, JSON_SPACE, call_first_chars, not_first};
 use crate::error::ToolsError;
+use crate::keywords;
 use crate::markers::{marker, until_marker};
 use crate::numbers::call_number_syntax;
 use crate::parameters;
@@ -200,6 +201,7 @@ pub fn tool_call_grammar(
     };
     let schema = SchemaOptions {
         numbers: call_number_syntax(&options.schema.numbers),
+        literals: options.wire.literals(),
         ..options.schema.clone()
     };
     let converted = match options.wire.marked() {
@@ -347,7 +349,9 @@ impl Block {
                         NamePlace::InObject => {
                             Expr::sequence([text(marked.before), call, text(marked.after)])
                         }
-                        NamePlace::Outside { .. } | NamePlace::Parameters(_) => call,
+                        NamePlace::Outside { .. }
+                        | NamePlace::Parameters(_)
+                        | NamePlace::Keywords(_) => call,
                     },
                     separator: text(marked.separator),
                     close: text(marked.close),
@@ -476,6 +480,15 @@ fn named_call(
                 opening,
                 text(tags.after_name),
                 parameters::arguments_expr(&tags, tokens, schema, rules, raw_text),
+                text(marked.after),
+            ]);
+        }
+        NamePlace::Keywords(_) => {
+            return Expr::sequence([
+                opening,
+                Expr::literal("("),
+                keywords::arguments_expr(schema, rules),
+                Expr::literal(")"),
                 text(marked.after),
             ]);
         }

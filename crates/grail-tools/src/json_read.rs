@@ -47,6 +47,7 @@ pub(crate) fn read(text: &str) -> Result<Json, ReadError> {
             text: text.as_bytes(),
             at: end,
             source: text,
+            python: false,
         };
         return Err(reader.syntax("trailing characters after the value"));
     }
@@ -56,10 +57,20 @@ pub(crate) fn read(text: &str) -> Result<Json, ReadError> {
 /// Reads one JSON value at the start of `text` (after JSON whitespace), and where the
 /// whitespace after it ends.
 pub(crate) fn read_prefix(text: &str) -> Result<(Json, usize), ReadError> {
+    read_prefix_as(text, false)
+}
+
+/// [`read_prefix`], with `python`: a Python literal as pythonic calls write their
+/// arguments, read as the value `ast.literal_eval` gives: `True`, `False` and `None`
+/// for JSON's words, strings in either quote with Python's escapes (`\/` is two
+/// characters there, a `\u` escape of a surrogate is refused: no string holds one),
+/// numbers, lists and dicts with string keys as in JSON.
+pub(crate) fn read_prefix_as(text: &str, python: bool) -> Result<(Json, usize), ReadError> {
     let mut reader = Reader {
         text: text.as_bytes(),
         at: 0,
         source: text,
+        python,
     };
     reader.space();
     let value = reader.value(0, &mut String::new())?;
@@ -71,6 +82,8 @@ struct Reader<'t> {
     text: &'t [u8],
     at: usize,
     source: &'t str,
+    /// Python literals rather than JSON (see [`read_prefix_as`]).
+    python: bool,
 }
 
 impl Reader<'_> {
@@ -123,10 +136,14 @@ impl Reader<'_> {
         }
         match self.peek() {
             None => Err(ReadError::Truncated),
-            Some(b'n') => self.expect_word(b"null").map(|()| Json::Null),
-            Some(b't') => self.expect_word(b"true").map(|()| Json::Bool(true)),
-            Some(b'f') => self.expect_word(b"false").map(|()| Json::Bool(false)),
+            Some(b'n') if !self.python => self.expect_word(b"null").map(|()| Json::Null),
+            Some(b't') if !self.python => self.expect_word(b"true").map(|()| Json::Bool(true)),
+            Some(b'f') if !self.python => self.expect_word(b"false").map(|()| Json::Bool(false)),
+            Some(b'N') if self.python => self.expect_word(b"None").map(|()| Json::Null),
+            Some(b'T') if self.python => self.expect_word(b"True").map(|()| Json::Bool(true)),
+            Some(b'F') if self.python => self.expect_word(b"False").map(|()| Json::Bool(false)),
             Some(b'"') => self.string().map(Json::String),
+            Some(b'\'') if self.python => self.string().map(Json::String),
             Some(b'-' | b'0'..=b'9') => self.number().map(Json::Number),
             Some(b'[') => {
                 self.at += 1;
@@ -166,6 +183,7 @@ impl Reader<'_> {
                     match self.peek() {
                         None => return Err(ReadError::Truncated),
                         Some(b'"') => {}
+                        Some(b'\'') if self.python => {}
                         Some(_) => return Err(self.syntax("expected a key (a string)")),
                     }
                     let key = self.string()?;
@@ -268,19 +286,20 @@ impl Reader<'_> {
     }
 
     fn string(&mut self) -> Result<String, ReadError> {
-        self.at += 1;
+        let quote = self.next_byte()?;
         let mut out = String::new();
         loop {
             let start = self.at;
             while let Some(byte) = self.peek() {
-                if byte == b'"' || byte == b'\\' || byte < 0x20 {
+                if byte == quote || byte == b'\\' || byte < 0x20 {
                     break;
                 }
                 self.at += 1;
             }
             out.push_str(&self.source[start..self.at]);
             match self.next_byte()? {
-                b'"' => return Ok(out),
+                byte if byte == quote => return Ok(out),
+                b'\\' if self.python => self.python_escape(&mut out)?,
                 b'\\' => {
                     let escaped = match self.next_byte()? {
                         b'"' => '"',
@@ -335,6 +354,64 @@ impl Reader<'_> {
     }
 }
 
+impl Reader<'_> {
+    /// The character of a Python escape after its backslash, pushed to `out`: the short
+    /// escapes, `\xhh`, `\uhhhh` and `\Uhhhhhhhh` of a character, an escaped line
+    /// break (nothing); any other character keeps its backslash, as Python reads it.
+    fn python_escape(&mut self, out: &mut String) -> Result<(), ReadError> {
+        let byte = self.next_byte()?;
+        let digits = match byte {
+            b'x' => 2,
+            b'u' => 4,
+            b'U' => 8,
+            _ => {
+                match byte {
+                    b'\n' => {}
+                    b'\\' => out.push('\\'),
+                    b'\'' => out.push('\''),
+                    b'"' => out.push('"'),
+                    b'a' => out.push('\u{7}'),
+                    b'b' => out.push('\u{8}'),
+                    b'f' => out.push('\u{c}'),
+                    b'n' => out.push('\n'),
+                    b'r' => out.push('\r'),
+                    b't' => out.push('\t'),
+                    b'v' => out.push('\u{b}'),
+                    _ => {
+                        // Not an escape: the backslash stays, and the character after it
+                        // is read as any other.
+                        self.at -= 1;
+                        out.push('\\');
+                    }
+                }
+                return Ok(());
+            }
+        };
+        let mut code: u32 = 0;
+        for _ in 0..digits {
+            let digit = match self.next_byte()? {
+                byte @ b'0'..=b'9' => byte - b'0',
+                byte @ b'a'..=b'f' => byte - b'a' + 10,
+                byte @ b'A'..=b'F' => byte - b'A' + 10,
+                _ => {
+                    self.at -= 1;
+                    return Err(self.syntax("expected a hex digit in an escape"));
+                }
+            };
+            code = code.saturating_mul(16) + u32::from(digit);
+        }
+        match char::from_u32(code) {
+            Some(character) => {
+                out.push(character);
+                Ok(())
+            }
+            None => Err(self.syntax(
+                "an escape of a surrogate or of no character (write the character itself)",
+            )),
+        }
+    }
+}
+
 impl Json {
     /// The value of `key` when this is an object that has it.
     pub(crate) fn member(&self, key: &str) -> Option<&Json> {
@@ -374,9 +451,19 @@ impl Json {
     /// The value written compactly: numbers with their own text, strings in canonical
     /// form (`"`, `\`, the controls and DEL escaped, everything else as itself).
     pub(crate) fn write_compact(&self, out: &mut String) {
+        self.write_literal(false, out);
+    }
+
+    /// [`Json::write_compact`], or with `python` as a Python literal (`True`, `False`,
+    /// `None`; strings as JSON writes them, which Python reads alike).
+    pub(crate) fn write_literal(&self, python: bool, out: &mut String) {
+        let [yes, no, null] = match python {
+            true => ["True", "False", "None"],
+            false => ["true", "false", "null"],
+        };
         match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(value) => out.push_str(if *value { "true" } else { "false" }),
+            Json::Null => out.push_str(null),
+            Json::Bool(value) => out.push_str(if *value { yes } else { no }),
             Json::Number(text) => out.push_str(text),
             Json::String(text) => write_string(text, out),
             Json::Array(items) => {
@@ -385,7 +472,7 @@ impl Json {
                     if index > 0 {
                         out.push(',');
                     }
-                    item.write_compact(out);
+                    item.write_literal(python, out);
                 }
                 out.push(']');
             }
@@ -397,7 +484,7 @@ impl Json {
                     }
                     write_string(key, out);
                     out.push(':');
-                    value.write_compact(out);
+                    value.write_literal(python, out);
                 }
                 out.push('}');
             }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::error::ToolsError;
 use crate::grammar::{CallOptions, Think, ToolChoice, ToolGrammar, tool_call_grammar};
 use crate::registry::ToolRegistry;
+use crate::wire::NamePlace;
 
 /// What starts the grammar.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +77,11 @@ pub fn lazy_tool_call_grammar(
     let grammar = tool_call_grammar(registry, &calls_only)?;
     let mut preserved: Vec<String> = Vec::new();
     let triggers = match options.wire.marked() {
+        // A list of pythonic calls: `[` and a name's characters, then `(`, as `answer.rs`
+        // reads a call's start.
+        Some(marked) if matches!(marked.name, NamePlace::Keywords(_)) => {
+            vec![Trigger::Pattern(r"\[[A-Za-z0-9_.-]+\(".to_string())]
+        }
         Some(marked) => {
             preserved.extend(marked.special_tokens.iter().map(|token| token.to_string()));
             vec![Trigger::Word(marked.trigger.to_string())]

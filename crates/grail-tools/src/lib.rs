@@ -33,6 +33,7 @@ mod error;
 pub mod filter;
 mod grammar;
 mod json_read;
+mod keywords;
 mod lazy;
 mod markers;
 mod numbers;

@@ -63,7 +63,7 @@ pub(crate) fn value_kind(schema: &Value) -> ValueKind {
 }
 
 /// The arguments of `schema` in writing order: `(key, schema, required)`.
-fn arguments_in_order(schema: &Value) -> Vec<(&str, &Value, bool)> {
+pub(crate) fn arguments_in_order(schema: &Value) -> Vec<(&str, &Value, bool)> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };

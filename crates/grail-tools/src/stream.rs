@@ -7,7 +7,8 @@
 //! next piece; a tool's name is sent once it is whole. The reading trusts the grammar:
 //! it follows the wire format as the grammar writes it, so an answer must have been
 //! matched by the tool-call grammar, byte for byte, before it is pushed here. Formats
-//! that write arguments apart in tags (`qwen3-xml`, `glm`) have no JSON to stream:
+//! that write arguments apart (in tags: `qwen3-xml`, `glm`; as keyword arguments:
+//! `pythonic`, `gemma3`) have no JSON to stream:
 //! [`CallStream::streams_live`] is false for them.
 
 use crate::answer::{CallStart, JSON_SPACE, call_first_chars, next_calls};
@@ -67,7 +68,7 @@ impl CallStream {
     pub fn streams_live(options: &CallOptions) -> bool {
         !matches!(
             options.wire.marked().map(|marked| marked.name),
-            Some(NamePlace::Parameters(_))
+            Some(NamePlace::Parameters(_) | NamePlace::Keywords(_))
         )
     }
 
@@ -380,7 +381,7 @@ impl<'t> Cursor<'t> {
         let (middle, tag) = match marked.name {
             NamePlace::InObject => return self.object_call(options),
             NamePlace::Outside { middle, tag } => (middle, tag),
-            NamePlace::Parameters(_) => return None,
+            NamePlace::Parameters(_) | NamePlace::Keywords(_) => return None,
         };
         // The name is whole once something else follows it.
         let end = self

@@ -11,6 +11,7 @@ use crate::answer::{CallStart, JSON_SPACE, call_first_chars, calls_begin, next_c
 use crate::arguments::Arguments;
 use crate::grammar::{CallOptions, Think, ToolChoice, tool_names};
 use crate::json_read::{self, Json, MAX_DEPTH, ReadError};
+use crate::keywords;
 use crate::numbers::{call_number_syntax, outside_syntax};
 use crate::parameters::{self, ArgumentsFault};
 use crate::registry::{Tool, ToolRegistry};
@@ -629,7 +630,7 @@ fn read_marked_call<'t>(
                 json_read::read_prefix(rest).map_err(|error| read_fault(options, error))?;
             (call, &rest[end..])
         }
-        NamePlace::Outside { .. } | NamePlace::Parameters(_) => {
+        NamePlace::Outside { .. } | NamePlace::Parameters(_) | NamePlace::Keywords(_) => {
             let name_end = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
                 .unwrap_or(rest.len());
@@ -650,6 +651,15 @@ fn read_marked_call<'t>(
                 ));
             }
             let (arguments, rest) = match marked.name {
+                NamePlace::Keywords(literals) => {
+                    let python = literals == grail_schema::Literals::Python;
+                    keywords::read_arguments(python, rest).map_err(|fault| match fault {
+                        ArgumentsFault::Truncated => truncated(),
+                        ArgumentsFault::Malformed(message) => {
+                            CallFault::one("call-malformed", Some(name), message)
+                        }
+                    })?
+                }
                 NamePlace::Parameters(tags) => {
                     let rest = expect(rest, tags.after_name)?;
                     let schema = registry

@@ -6,13 +6,17 @@
 //! wrap each call and separate them, and a call is either a JSON object with name and
 //! arguments keys (Hermes, Mistral's list, Granite, Llama's `<|python_tag|>`) or the
 //! tool's name written outside the JSON, before its arguments (Mistral v11's
-//! `[TOOL_CALLS]name[ARGS]{…}`, DeepSeek's and Kimi K2's tokens). The grammar, the
+//! `[TOOL_CALLS]name[ARGS]{…}`, DeepSeek's and Kimi K2's tokens), with each argument
+//! apart in tags (Qwen3-Coder's, GLM's) or as a Python call's keyword arguments
+//! (`pythonic`, `gemma3`: `[name(key=value)]`). The grammar, the
 //! validator, the `auto` answer's call start, the lazy grammar's trigger and the
 //! examples in messages are all read from this one description.
 
+use grail_schema::Literals;
 use grail_schema::diagnostic::escape_pointer_token;
 
 use crate::json_read::{self, Json};
+use crate::keywords;
 use crate::parameters::{ValueKind, value_kind};
 use crate::registry::ToolRegistry;
 
@@ -60,6 +64,13 @@ pub enum WireFormat {
     /// GLM 4.5 and later: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE
     /// </arg_value>\n…</tool_call>`, values as in [`WireFormat::Qwen3Xml`].
     Glm,
+    /// Llama 3.2 and 4's pythonic calls: `[get_weather(city="Paris"), add(a=1, b=2)]`
+    /// (always a list), each argument a keyword with a Python literal (`True`, `False`,
+    /// `None`; strings in either quote are read).
+    Pythonic,
+    /// Gemma 3, as vLLM's Gemma 3 template teaches it: the pythonic list,
+    /// `[get_weather(city="Paris")]`, each argument's value written as JSON.
+    Gemma3,
     /// gpt-oss's harmony channels, after the generation prompt's `<|start|>assistant`:
     /// a call as `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}
     /// <|call|>` (one per turn: generation stops at `<|call|>`), text as
@@ -135,6 +146,9 @@ pub(crate) enum NamePlace {
     /// Before the arguments, outside the JSON, each argument apart (see
     /// [`ParameterTags`]).
     Parameters(ParameterTags),
+    /// A Python call: the name, then `(key=value, key=value)`, values in these literals
+    /// (see `keywords.rs`).
+    Keywords(Literals),
 }
 
 /// How a format writes each argument apart (Qwen3-Coder's and GLM's tags): `key_open`,
@@ -355,6 +369,24 @@ const GLM: Marked = Marked {
     most_calls: None,
 };
 
+const PYTHONIC: Marked = Marked {
+    trigger: "[",
+    open: "[",
+    separator: ", ",
+    close: "]",
+    before: "",
+    name: NamePlace::Keywords(Literals::Python),
+    after: "",
+    special_tokens: &[],
+    text_open: None,
+    most_calls: None,
+};
+
+const GEMMA3: Marked = Marked {
+    name: NamePlace::Keywords(Literals::Json),
+    ..PYTHONIC
+};
+
 const HARMONY: Marked = Marked {
     trigger: "<|channel|>commentary",
     open: "",
@@ -380,7 +412,7 @@ const HARMONY: Marked = Marked {
 
 impl WireFormat {
     /// Every format, in the order of their labels.
-    pub const ALL: [WireFormat; 14] = [
+    pub const ALL: [WireFormat; 16] = [
         WireFormat::OpenAi,
         WireFormat::ToolArgs,
         WireFormat::Hermes,
@@ -394,12 +426,14 @@ impl WireFormat {
         WireFormat::Granite,
         WireFormat::Qwen3Xml,
         WireFormat::Glm,
+        WireFormat::Pythonic,
+        WireFormat::Gemma3,
         WireFormat::Harmony,
     ];
 
     /// The format's label (`openai`, `tool-args`, `hermes`, `llama3`,
     /// `llama3-python-tag`, `mistral`, `mistral-v11`, `deepseek`, `deepseek-v3.1`,
-    /// `kimi-k2`, `granite`, `qwen3-xml`, `glm`, `harmony`).
+    /// `kimi-k2`, `granite`, `qwen3-xml`, `glm`, `pythonic`, `gemma3`, `harmony`).
     pub fn label(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",
@@ -415,6 +449,8 @@ impl WireFormat {
             WireFormat::Granite => "granite",
             WireFormat::Qwen3Xml => "qwen3-xml",
             WireFormat::Glm => "glm",
+            WireFormat::Pythonic => "pythonic",
+            WireFormat::Gemma3 => "gemma3",
             WireFormat::Harmony => "harmony",
         }
     }
@@ -425,11 +461,14 @@ impl WireFormat {
     /// (V3 and R1 fence the arguments in a JSON block, V3.1 does not), Granite's
     /// `<|tool_call|>`, Mistral's `[TOOL_CALLS]` (with `[ARGS]` from v11 on), GLM's
     /// `<arg_key>`, Qwen3-Coder's `<function=` and `<parameter=`, Hermes' and Qwen's
-    /// `<tool_call>`, and Llama 3.1–3.3's `ipython` role (their templates write
+    /// `<tool_call>`, the pythonic list's instruction `[func_name1(` (Gemma 3's with its
+    /// `<start_of_turn>`, Llama 3.2/4's otherwise), and Llama 3.1–3.3's `ipython` role (their templates write
     /// custom calls as bare JSON; `llama3-python-tag` is chosen by name). None when the
     /// template shows none of them (SmolLM2's, or a family Grail does not know yet).
     pub fn detect_from_template(template: &str) -> Option<WireFormat> {
         let has = |marker: &str| template.contains(marker);
+        // The instruction of the pythonic templates (Llama 3.2/4's, Gemma 3's).
+        let pythonic = has("[func_name1(");
         if has("<|channel|>") && has("<|call|>") {
             Some(WireFormat::Harmony)
         } else if has("<|tool_calls_section_begin|>") {
@@ -451,6 +490,10 @@ impl WireFormat {
             Some(WireFormat::Qwen3Xml)
         } else if has("<tool_call>") {
             Some(WireFormat::Hermes)
+        } else if pythonic && has("<start_of_turn>") {
+            Some(WireFormat::Gemma3)
+        } else if pythonic {
+            Some(WireFormat::Pythonic)
         } else if has("<|start_header_id|>") && has("ipython") {
             Some(WireFormat::Llama3)
         } else {
@@ -564,6 +607,8 @@ impl WireFormat {
             WireFormat::Granite => Some(&GRANITE),
             WireFormat::Qwen3Xml => Some(&QWEN3_XML),
             WireFormat::Glm => Some(&GLM),
+            WireFormat::Pythonic => Some(&PYTHONIC),
+            WireFormat::Gemma3 => Some(&GEMMA3),
             WireFormat::Harmony => Some(&HARMONY),
         }
     }
@@ -572,8 +617,17 @@ impl WireFormat {
     pub(crate) fn name_outside(self) -> bool {
         matches!(
             self.marked().map(|marked| marked.name),
-            Some(NamePlace::Outside { .. } | NamePlace::Parameters(_))
+            Some(NamePlace::Outside { .. } | NamePlace::Parameters(_) | NamePlace::Keywords(_))
         )
+    }
+
+    /// How the format spells argument values: Python literals in `pythonic`, JSON in
+    /// every other.
+    pub fn literals(self) -> Literals {
+        match self.marked().map(|marked| marked.name) {
+            Some(NamePlace::Keywords(literals)) => literals,
+            _ => Literals::Json,
+        }
     }
 
     /// `calls` (each a tool's name and its arguments as JSON text) as this format writes
@@ -629,6 +683,9 @@ impl WireFormat {
                     NamePlace::Parameters(tags) => {
                         let schema = registry.get(name).map(|tool| &tool.parameters);
                         format!("{name}{}{}", tags.after_name, tags.write(arguments, schema))
+                    }
+                    NamePlace::Keywords(literals) => {
+                        format!("{name}({})", keywords::write(literals, arguments))
                     }
                 };
                 format!("{}{call}{}", marked.before, marked.after)

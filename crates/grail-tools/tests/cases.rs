@@ -164,6 +164,28 @@ fn render(output: &Value, options: &CallOptions, registry: &ToolRegistry) -> Str
                 .collect::<Vec<_>>()
                 .join("\n")
         }
+        // A Python list of calls, each argument `key=value`: a Python literal in
+        // `pythonic`, JSON in `gemma3`.
+        WireFormat::Pythonic | WireFormat::Gemma3 => {
+            let written: Vec<String> = output["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|call| {
+                    let arguments: Vec<String> = call["arguments"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .map(|(key, value)| match wire {
+                            WireFormat::Pythonic => format!("{key}={}", python_literal(value)),
+                            _ => format!("{key}={value}"),
+                        })
+                        .collect();
+                    format!("{}({})", call["name"].as_str().unwrap(), arguments.join(", "))
+                })
+                .collect();
+            format!("[{}]", written.join(", "))
+        }
         WireFormat::Harmony => calls
             .iter()
             .map(|(name, arguments)| {
@@ -179,6 +201,36 @@ fn render(output: &Value, options: &CallOptions, registry: &ToolRegistry) -> Str
     };
     text.push_str(&written);
     text
+}
+
+/// `value` as a Python literal: JSON's text, but `True`, `False` and `None`.
+fn python_literal(value: &Value) -> String {
+    match value {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(python_literal)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Object(members) => format!(
+            "{{{}}}",
+            members
+                .iter()
+                .map(|(key, value)| format!(
+                    "{}: {}",
+                    Value::String(key.clone()),
+                    python_literal(value)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// Whether an argument of this schema is written as text in the formats that write

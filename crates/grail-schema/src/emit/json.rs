@@ -7,9 +7,10 @@ use serde_json::Value;
 use super::Emitter;
 use crate::json_text::{
     any_string_char, any_string_char_exact, encoded_set, encoded_text, escaped_set,
+    python_string_char,
 };
 use crate::numeric::{Bound, Decimal, NumberSyntax};
-use crate::options::Whitespace;
+use crate::options::{Literals, Whitespace};
 
 /// The shared rules, each defined once when first needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,6 +149,7 @@ impl Emitter<'_> {
                     Expr::literal("\""),
                 ])
             }
+            Primitive::Char if self.options.literals == Literals::Python => python_string_char(),
             Primitive::Char if self.options.llama_dialect() => any_string_char(),
             Primitive::Char => any_string_char_exact(),
             Primitive::CanonicalChar => encoded_set(&grail_grammar::CharSet::new([], true)),
@@ -220,8 +222,11 @@ impl Emitter<'_> {
                 ]),
             ]),
             Primitive::DecimalPart => digits(1, syntax.max_fraction_digits),
-            Primitive::Boolean => Expr::choice([Expr::literal("true"), Expr::literal("false")]),
-            Primitive::Null => Expr::literal("null"),
+            Primitive::Boolean => {
+                let [yes, no, _] = self.options.literal_names();
+                Expr::choice([Expr::literal(yes), Expr::literal(no)])
+            }
+            Primitive::Null => Expr::literal(self.options.literal_names()[2]),
         }
     }
 
@@ -329,7 +334,9 @@ impl Emitter<'_> {
             Value::String(text) => {
                 Expr::sequence([Expr::literal("\""), encoded_text(text), Expr::literal("\"")])
             }
-            Value::Array(_) | Value::Object(_) if self.options.llama_dialect() => {
+            Value::Array(_) | Value::Object(_)
+                if self.options.llama_dialect() && self.options.literals == Literals::Json =>
+            {
                 Expr::literal(value.to_string())
             }
             Value::Array(items) => {
@@ -365,7 +372,10 @@ impl Emitter<'_> {
                 Expr::Sequence(parts)
             }
             Value::Number(number) if !self.options.llama_dialect() => self.number_constant(number),
-            other => Expr::literal(other.to_string()),
+            Value::Number(number) => Expr::literal(number.to_string()),
+            Value::Bool(true) => Expr::literal(self.options.literal_names()[0]),
+            Value::Bool(false) => Expr::literal(self.options.literal_names()[1]),
+            Value::Null => Expr::literal(self.options.literal_names()[2]),
         }
     }
 
