@@ -11,9 +11,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use grail_gen::embedded::{DEFAULT_MODEL, FetchProgress};
 use grail_gen::{
     DEFAULT_MAX_ATTEMPTS, DecodeOptions, Finish, Generation, MaskStrategy, Message, Model,
-    SamplingParams, ToolTask, chat_prompt, decode, quantile_of, raw_prompt, run_tool_task,
+    ReasoningBudget, SamplingParams, ToolTask, chat_prompt, decode, quantile_of, raw_prompt,
+    run_tool_task,
 };
-use grail_tools::{Think, ToolChoice};
+use grail_tools::{Think, ToolChoice, WireFormat};
 use serde_json::json;
 
 use crate::grammar::{GrammarInput, SchemaWarnings, load_grammar};
@@ -62,6 +63,10 @@ pub struct GenerateArgs {
         requires = "tools"
     )]
     pub think: Think,
+    /// With --think: the most tokens in the reasoning block; once spent, the block's end is
+    /// written for the model and the answer goes on under the grammar.
+    #[arg(long, value_name = "TOKENS", requires = "tools")]
+    pub reasoning_budget: Option<usize>,
     /// With --tools: run the tool-pool filter on the prompt (`x-grail-markers`,
     /// `x-grail-fallback`).
     #[arg(long, requires = "tools")]
@@ -208,6 +213,33 @@ pub(crate) fn ensure_default_model() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The reasoning budget of `--reasoning-budget`, in the markers of `wire`'s reasoning
+/// block (a block the prompt opens, `--think forced`, has no opening to wait for).
+fn reasoning_budget(
+    args: &GenerateArgs,
+    wire: WireFormat,
+) -> anyhow::Result<Option<ReasoningBudget>> {
+    let Some(tokens) = args.reasoning_budget else {
+        return Ok(None);
+    };
+    let markers = wire.reasoning();
+    let open = match args.think {
+        Think::Off => {
+            bail!("--reasoning-budget caps the reasoning block: ask for one with --think")
+        }
+        Think::Forced if tokens == 0 => bail!(
+            "--think forced opens the block in the prompt, so its first token is written inside it: --reasoning-budget must be at least 1"
+        ),
+        Think::Forced => String::new(),
+        Think::Optional | Think::Required => markers.open.to_string(),
+    };
+    Ok(Some(ReasoningBudget {
+        tokens,
+        open,
+        close: markers.close.to_string(),
+    }))
+}
+
 /// Runs `grail generate`.
 pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let sampling = SamplingParams {
@@ -245,6 +277,8 @@ pub fn run_generate(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             MaskArg::Always => MaskStrategy::Always,
         },
         jump_forward: !args.no_jump_forward,
+        // Set once the wire format (whose markers the block has) is known.
+        reasoning_budget: None,
     };
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -329,6 +363,10 @@ fn generate_tool_calls(
             }
         );
     }
+    let options = &DecodeOptions {
+        reasoning_budget: reasoning_budget(args, wire)?,
+        ..options.clone()
+    };
     let call_args = CallArgs {
         tools: tools.to_path_buf(),
         wire: WireArg::Format(wire),

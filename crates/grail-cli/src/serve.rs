@@ -175,8 +175,9 @@ fn wire_format(wire: WireArg, model: Option<&Path>) -> anyhow::Result<WireFormat
 /// The embedded model's special tokens among `wire`'s markers (read from the GGUF's
 /// vocabulary), for the tool-call grammar to write as tokens.
 fn marker_tokens(wire: WireFormat, model: &Path) -> anyhow::Result<Vec<(String, u32)>> {
-    let vocabulary = grail_vocab::from_gguf(model)
-        .map_err(|error| anyhow::anyhow!("reading the model's vocabulary: {error}"))?;
+    let vocabulary = grail_vocab::from_gguf(model).map_err(|error| {
+        anyhow::anyhow!("the model could not be loaded: its vocabulary: {error}")
+    })?;
     Ok(wire.marker_tokens(|text| vocabulary.special_id_of_text(text)))
 }
 

@@ -99,6 +99,14 @@ pub struct SpecialTexts {
     pub eos: String,
 }
 
+/// Variables a request may give a chat template beside the messages and the tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateVariables {
+    /// `reasoning_effort` (`low`, `medium`, `high`), for templates that read it
+    /// (gpt-oss's writes it into its system message); undefined when `None`.
+    pub reasoning_effort: Option<String>,
+}
+
 /// A chat template that could not be read or rendered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the model's chat template failed: {0}")]
@@ -122,6 +130,23 @@ pub fn render_chat_with_tools(
     tools: Option<&[Value]>,
     specials: &SpecialTexts,
 ) -> Result<String, ChatTemplateError> {
+    render_chat_with(
+        template,
+        messages,
+        tools,
+        specials,
+        &TemplateVariables::default(),
+    )
+}
+
+/// [`render_chat_with_tools`] with the request's `variables` defined too.
+pub fn render_chat_with(
+    template: &str,
+    messages: &[Message],
+    tools: Option<&[Value]>,
+    specials: &SpecialTexts,
+    variables: &TemplateVariables,
+) -> Result<String, ChatTemplateError> {
     let environment = chat_environment();
     let error = |error: JinjaError| ChatTemplateError(error.to_string());
     let template = environment.template_from_str(template).map_err(error)?;
@@ -130,6 +155,10 @@ pub fn render_chat_with_tools(
         add_generation_prompt => true,
         bos_token => specials.bos,
         eos_token => specials.eos,
+    };
+    let base = match &variables.reasoning_effort {
+        Some(effort) => context! { reasoning_effort => effort, ..base },
+        None => base,
     };
     let context = match tools {
         Some(tools) => context! { tools => tools, ..base },
@@ -142,10 +171,16 @@ pub fn render_chat_with_tools(
 /// its own section (Qwen, Llama 3.1, Mistral…), so Grail's own tools prompt is not
 /// needed. A template that does not parse reads nothing.
 pub fn template_reads_tools(template: &str) -> bool {
+    template_reads(template, "tools")
+}
+
+/// Whether `template` reads the variable `name` (`tools`, `reasoning_effort`). A
+/// template that does not parse reads nothing.
+pub fn template_reads(template: &str, name: &str) -> bool {
     let environment = chat_environment();
     environment
         .template_from_str(template)
-        .is_ok_and(|template| template.undeclared_variables(false).contains("tools"))
+        .is_ok_and(|template| template.undeclared_variables(false).contains(name))
 }
 
 /// The environment chat templates run in: Python's string methods, `raise_exception` and

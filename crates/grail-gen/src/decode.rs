@@ -20,6 +20,7 @@ use std::time::Instant;
 use grail_engine::CompiledGrammar;
 
 use crate::model::{Model, ModelError, prime};
+use crate::reasoning_budget::ReasoningBudget;
 use crate::sampling::SamplingParams;
 use crate::sequence::{Draw, Next, SequenceDecoder};
 
@@ -49,6 +50,8 @@ pub struct DecodeOptions {
     /// tokenizer gives it; where it would have split it otherwise, the output may differ
     /// after that point.
     pub jump_forward: bool,
+    /// A cap on the reasoning block's tokens (see [`ReasoningBudget`]); none by default.
+    pub reasoning_budget: Option<ReasoningBudget>,
 }
 
 impl Default for DecodeOptions {
@@ -58,6 +61,7 @@ impl Default for DecodeOptions {
             sampling: SamplingParams::default(),
             mask: MaskStrategy::default(),
             jump_forward: false,
+            reasoning_budget: None,
         }
     }
 }

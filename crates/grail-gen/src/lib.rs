@@ -37,6 +37,7 @@ mod model;
 mod prompt;
 #[cfg(feature = "llama-cpp")]
 mod prompt_pieces;
+mod reasoning_budget;
 mod sampling;
 mod sequence;
 pub mod testing;
@@ -46,8 +47,8 @@ pub mod tool_prompt;
 pub use batch_decode::{Admission, BatchDecoder, SequenceId, StepReport};
 pub use batch_model::{BatchModel, SequenceRead};
 pub use chat::{
-    CalledFunction, Message, MessageToolCall, SpecialTexts, render_chat, render_chat_with_tools,
-    template_reads_tools,
+    CalledFunction, Message, MessageToolCall, SpecialTexts, TemplateVariables, render_chat,
+    render_chat_with, render_chat_with_tools, template_reads, template_reads_tools,
 };
 pub use decode::{
     DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy, decode,
@@ -56,7 +57,8 @@ pub use decode::{
 #[cfg(feature = "llama-cpp")]
 pub use llama::{DEFAULT_CONTEXT, LlamaCppModel, LlamaOptions};
 pub use model::{Model, ModelError, prime};
-pub use prompt::{PromptError, chat_prompt, chat_prompt_with_tools, raw_prompt};
+pub use prompt::{PromptError, chat_prompt, chat_prompt_with, chat_prompt_with_tools, raw_prompt};
+pub use reasoning_budget::ReasoningBudget;
 pub use sampling::{SamplingParams, TokenSampler, argmax};
 pub use tool_calls::{
     Attempt, DEFAULT_MAX_ATTEMPTS, ToolOutcome, ToolTask, ToolTaskError, ToolsShown,

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::chat::{ChatTemplateError, Message, SpecialTexts, plain_prompt, render_chat_with_tools};
+use crate::chat::{
+    ChatTemplateError, Message, SpecialTexts, TemplateVariables, plain_prompt, render_chat_with,
+};
 use crate::model::{Model, ModelError};
 
 /// Why a prompt could not be made.
@@ -33,6 +35,17 @@ pub fn chat_prompt_with_tools(
     messages: &[Message],
     tools: Option<&[Value]>,
 ) -> Result<Vec<u32>, PromptError> {
+    chat_prompt_with(model, messages, tools, &TemplateVariables::default())
+}
+
+/// [`chat_prompt_with_tools`] with the request's template `variables` (a model without a
+/// template ignores them).
+pub fn chat_prompt_with(
+    model: &dyn Model,
+    messages: &[Message],
+    tools: Option<&[Value]>,
+    variables: &TemplateVariables,
+) -> Result<Vec<u32>, PromptError> {
     let vocabulary = model.vocabulary().vocabulary();
     let text_of = |id: Option<u32>| {
         id.map(|id| String::from_utf8_lossy(vocabulary.bytes(id)).into_owned())
@@ -44,7 +57,7 @@ pub fn chat_prompt_with_tools(
     };
     let (text, templated) = match model.chat_template() {
         Some(template) => (
-            render_chat_with_tools(template, messages, tools, &specials)?,
+            render_chat_with(template, messages, tools, &specials, variables)?,
             true,
         ),
         None => (plain_prompt(messages), false),

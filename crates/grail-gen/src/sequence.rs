@@ -20,6 +20,7 @@ use grail_vocab::{TokenBitmask, VocabularyIndex};
 
 use crate::decode::{DecodeError, DecodeOptions, DecodeStats, Finish, Generation, MaskStrategy};
 use crate::model::ModelError;
+use crate::reasoning_budget::BudgetTracker;
 use crate::sampling::{TokenSampler, penalized};
 
 /// The most forced bytes one jump-forward appends (the rest is forced at the next step).
@@ -62,6 +63,8 @@ pub(crate) struct SequenceDecoder {
     stats: DecodeStats,
     /// Grammar seconds spent on the token being drawn so far.
     grammar_s: f64,
+    /// Where the reasoning block's budget stands, when there is one.
+    reasoning: Option<BudgetTracker>,
 }
 
 impl SequenceDecoder {
@@ -79,6 +82,14 @@ impl SequenceDecoder {
         }
         if grammar.is_some_and(|grammar| !grammar.has_matches()) {
             return Err(DecodeError::EmptyLanguage);
+        }
+        if let Some(budget) = &options.reasoning_budget
+            && budget.open.is_empty()
+            && budget.tokens == 0
+        {
+            return Err(DecodeError::Options(
+                "a reasoning budget of 0 for a block the prompt opened: the first token is written inside it; ask for at least 1, or for no reasoning".into(),
+            ));
         }
         let needed = prompt_tokens + options.max_tokens;
         if needed > context_length {
@@ -106,6 +117,7 @@ impl SequenceDecoder {
                 ..DecodeStats::default()
             },
             grammar_s: 0.0,
+            reasoning: options.reasoning_budget.clone().map(BudgetTracker::new),
         })
     }
 
@@ -225,6 +237,20 @@ impl SequenceDecoder {
             self.close_token();
             return Ok(Next::Finished(finish));
         }
+        for closing in self.reasoning_close(tokenize)? {
+            self.tokens.push(closing);
+            self.stats.forced_tokens += 1;
+            self.bytes.extend_from_slice(vocabulary.bytes(closing));
+            read.push(closing);
+            if observer(vocabulary.bytes(closing)).is_break() {
+                self.close_token();
+                return Ok(Next::Finished(Finish::Interrupted));
+            }
+        }
+        if let Some(finish) = self.ended() {
+            self.close_token();
+            return Ok(Next::Finished(finish));
+        }
         if self.options.jump_forward {
             let forcing = Instant::now();
             let budget = self.options.max_tokens - self.tokens.len();
@@ -247,6 +273,39 @@ impl SequenceDecoder {
         }
         self.close_token();
         Ok(Next::Read(read))
+    }
+
+    /// The tokens of the reasoning block's closing marker when the budget is spent (see
+    /// [`crate::ReasoningBudget`]), already accepted by the matcher; none otherwise (or when
+    /// the token limit leaves no room for them, as the output is cut off anyway).
+    fn reasoning_close(&mut self, tokenize: Tokenize<'_>) -> Result<Vec<u32>, DecodeError> {
+        let Some(tracker) = self.reasoning.as_mut() else {
+            return Ok(Vec::new());
+        };
+        if !tracker.due(&self.bytes, self.tokens.len()) {
+            return Ok(Vec::new());
+        }
+        tracker.closed();
+        let close = tracker.close().to_string();
+        let tokens = tokenize(close.as_bytes()).ok_or_else(|| {
+            DecodeError::Options(format!(
+                "the model's tokenizer cannot write the reasoning block's end {close:?}"
+            ))
+        })?;
+        if tokens.len() > self.options.max_tokens - self.tokens.len() {
+            return Ok(Vec::new());
+        }
+        if let Some(matcher) = self.matcher.as_mut() {
+            let accepting = Instant::now();
+            let accepted = matcher.accept_tokens(&tokens);
+            self.grammar_s += accepting.elapsed().as_secs_f64();
+            if accepted.is_err() {
+                return Err(DecodeError::Options(format!(
+                    "the grammar does not take the reasoning block's end {close:?} here: a reasoning budget needs a grammar with a reasoning block (think on)"
+                )));
+            }
+        }
+        Ok(tokens)
     }
 
     /// Why the output is over after its last token, if it is.

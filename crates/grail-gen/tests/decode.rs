@@ -68,6 +68,7 @@ fn check_outputs(name: &str, grammar: &CompiledGrammar) {
                 sampling,
                 mask: MaskStrategy::CheckFirst,
                 jump_forward,
+                reasoning_budget: None,
             };
             let generation = decode(&mut model, &prompt, Some(grammar), &options)
                 .unwrap_or_else(|error| panic!("{name}: {error}"));
@@ -368,4 +369,70 @@ fn unconstrained_decoding_stops_at_the_end_token() {
     let generation = decode(&mut model, &prompt, None, &DecodeOptions::default()).unwrap();
     assert_eq!(generation.finish, Finish::Stop);
     assert_eq!(generation.tokens.last(), Some(&0));
+}
+
+#[test]
+fn a_reasoning_budget_closes_the_block_and_the_grammar_goes_on() {
+    // A reasoning block the noise model would fill up to the token limit, then a call.
+    let registry = ToolRegistry::from_json_text(
+        r#"[{"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"]}}]"#,
+    )
+    .unwrap();
+    let options = CallOptions {
+        choice: ToolChoice::Required,
+        think: grail_tools::Think::Required,
+        ..CallOptions::default()
+    };
+    let grammar = grail_tools::tool_call_grammar(&registry, &options).unwrap();
+    let grammar = CompiledGrammar::compile(&grammar.grammar, &CompileOptions::default()).unwrap();
+    let budget = |tokens| DecodeOptions {
+        max_tokens: 120,
+        reasoning_budget: Some(grail_gen::ReasoningBudget {
+            tokens,
+            open: "<think>".into(),
+            close: "</think>".into(),
+        }),
+        ..DecodeOptions::default()
+    };
+    let mut closed = 0;
+    for seed in 0..6 {
+        for tokens in [0, 1, 7] {
+            let mut model = TinyModel::new(seed);
+            let prompt = model.tokenize("x").unwrap();
+            let generation = decode(&mut model, &prompt, Some(&grammar), &budget(tokens)).unwrap();
+            let text = generation.text();
+            assert!(matches(&grammar, &generation.bytes), "{text:?}");
+            // The block: the token that completes `<think>`, at most `tokens` more, then
+            // the token that completes `</think>` (the marker is one token here). The
+            // output must still be a call under the grammar.
+            let vocabulary = model.vocabulary().clone();
+            let prefixes: Vec<String> = generation
+                .tokens
+                .iter()
+                .scan(String::new(), |written, &id| {
+                    written.push_str(&String::from_utf8_lossy(vocabulary.vocabulary().bytes(id)));
+                    Some(written.clone())
+                })
+                .collect();
+            let opened = prefixes.iter().position(|p| p.contains("<think>")).unwrap();
+            let ended = prefixes
+                .iter()
+                .position(|p| p.contains("</think>"))
+                .unwrap();
+            // (Up to three more where the budget ends inside a character.)
+            assert!(
+                ended - opened - 1 <= tokens + 3,
+                "{tokens}: {} tokens inside the block of {text:?}",
+                ended - opened - 1
+            );
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 18);
+    // Without a block to close, the budget is an error that says why.
+    let plain = CompiledGrammar::from_gbnf(r#"root ::= "<think>" [a-z]{30}"#).unwrap();
+    let mut model = TinyModel::new(1);
+    let prompt = model.tokenize("x").unwrap();
+    let error = decode(&mut model, &prompt, Some(&plain), &budget(2)).unwrap_err();
+    assert!(error.to_string().contains("reasoning block"), "{error}");
 }

@@ -79,14 +79,22 @@ fn smollm2_writes_valid_tool_calls_in_every_wire_format() {
             ..DecodeOptions::default()
         };
         let outcome = run_tool_task(&mut model, &task, &decode_options).unwrap();
-        let grammar = compile_tool_grammar(&registry, &options).unwrap();
+        let vocabulary = model.vocabulary().clone();
+        let grammar = compile_tool_grammar(&registry, &options, vocabulary.vocabulary()).unwrap();
         for attempt in &outcome.attempts {
             let generation = &attempt.generation;
             eprintln!("{wire:?}: {:?} {}", generation.finish, generation.text());
             // Whatever the model wrote follows the grammar: a whole call, or (cut off by
             // the token limit) the start of one.
-            let mut matcher = Matcher::new(&grammar);
-            assert!(matcher.accept_bytes(&generation.bytes).is_ok(), "{wire:?}");
+            let mut matcher = Matcher::with_vocabulary(&grammar, vocabulary.clone());
+            assert!(
+                generation
+                    .tokens
+                    .iter()
+                    .filter(|&&token| !vocabulary.vocabulary().is_end_of_generation(token))
+                    .all(|&token| matcher.accept_token(token).is_ok()),
+                "{wire:?}"
+            );
             match generation.finish {
                 Finish::Truncated => assert!(!matcher.is_accepting()),
                 _ => assert!(matcher.is_accepting(), "{wire:?}"),
@@ -204,7 +212,6 @@ fn smollm2_decodes_a_batch_with_shared_prompts() {
         choice: ToolChoice::Required,
         ..CallOptions::default()
     };
-    let grammar = compile_tool_grammar(&registry, &options).unwrap();
     let load = |sequences, unified_cache| {
         let options = LlamaOptions {
             context: 2048,
@@ -230,6 +237,8 @@ fn smollm2_decodes_a_batch_with_shared_prompts() {
         "What time is it?",
     ];
     let mut alone_model = load(1, true);
+    let vocabulary = alone_model.vocabulary().clone();
+    let grammar = compile_tool_grammar(&registry, &options, vocabulary.vocabulary()).unwrap();
     let prompts: Vec<Vec<u32>> = questions
         .iter()
         .map(|question| {

@@ -86,6 +86,14 @@ pub struct ChatRequest {
     /// OpenAI's service tier (ignored).
     #[serde(default)]
     pub service_tier: Option<String>,
+    /// `minimal`, `low`, `medium` or `high`: given to chat templates that read
+    /// `reasoning_effort` (gpt-oss's); logged as unused for the others.
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+    /// Grail's (and llama.cpp's) cap on the reasoning block, in tokens: once it is spent,
+    /// the block's end is written for the model (needs a server started with `--think`).
+    #[serde(default)]
+    pub reasoning_budget: Option<u32>,
 }
 
 /// `stream_options`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use grail_engine::CompiledGrammar;
-use grail_gen::{Message, SamplingParams};
+use grail_gen::{Message, ReasoningBudget, SamplingParams, TemplateVariables};
 use grail_grammar::{Grammar, print_grammar};
 use serde_json::Value;
 
@@ -75,6 +75,10 @@ pub struct Generate {
     /// The request's time limit: a backend does not start an answer past it (a request
     /// that waited in a queue that long gets a timeout, not a late answer).
     pub deadline: Option<Instant>,
+    /// Variables for the chat template (`reasoning_effort`).
+    pub variables: TemplateVariables,
+    /// A cap on the reasoning block's tokens (the embedded backend only).
+    pub reasoning_budget: Option<ReasoningBudget>,
 }
 
 /// Why a backend's answer ended.

@@ -167,6 +167,8 @@ fn answer_inner(
             max_tokens: plan.max_tokens,
             sampling: plan.sampling.clone(),
             deadline: Some(deadline),
+            variables: plan.variables.clone(),
+            reasoning_budget: plan.reasoning_budget.clone(),
         };
         let mut call_stream = match &plan.answer {
             AnswerKind::Tools { options, .. } if live_calls => Some(CallStream::new(options)),

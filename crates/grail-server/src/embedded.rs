@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use grail_gen::{
     Admission, BatchDecoder, BatchModel, DecodeError, DecodeOptions, Finish, Generation,
-    ModelError, PromptError, SequenceId, ToolsShown, chat_prompt_with_tools,
+    ModelError, PromptError, SequenceId, ToolsShown, chat_prompt_with,
 };
 
 use crate::backend::{Activity, Backend, BackendError, Ending, Generate, Written};
@@ -367,19 +367,18 @@ impl ModelThread {
             (Some(native), ToolsShown::Template) => (&native.messages, native.tools.as_deref()),
             _ => (&request.messages, None),
         };
-        let prompt =
-            chat_prompt_with_tools(self.decoder.model(), messages, tools).map_err(|error| {
-                match error {
-                    PromptError::Model(ModelError::ContextFull { .. }) => {
-                        BackendError::Request(error.to_string())
-                    }
-                    other => BackendError::Failed(other.to_string()),
+        let prompt = chat_prompt_with(self.decoder.model(), messages, tools, &request.variables)
+            .map_err(|error| match error {
+                PromptError::Model(ModelError::ContextFull { .. }) => {
+                    BackendError::Request(error.to_string())
                 }
+                other => BackendError::Failed(other.to_string()),
             })?;
         let options = DecodeOptions {
             max_tokens: request.max_tokens,
             sampling: request.sampling.clone(),
             jump_forward: self.options.jump_forward,
+            reasoning_budget: request.reasoning_budget.clone(),
             ..DecodeOptions::default()
         };
         let grammar = request

@@ -15,7 +15,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use grail_engine::{CompileError, CompileOptions, CompiledGrammar, EngineLimits};
-use grail_gen::{Message, MessageToolCall, SamplingParams, ToolsShown, messages_with_tools};
+use grail_gen::{
+    Message, MessageToolCall, ReasoningBudget, SamplingParams, TemplateVariables, ToolsShown,
+    messages_with_tools,
+};
 use grail_grammar::{CheckOptions, Grammar, compose};
 use grail_schema::{Mode, SchemaDiagnostic, SchemaError, SchemaOptions, Severity};
 use grail_tools::{
@@ -142,6 +145,10 @@ pub struct Plan {
     pub think: Think,
     /// The wire format (its reasoning block's markers).
     pub wire: WireFormat,
+    /// Variables for the chat template (`reasoning_effort`).
+    pub variables: TemplateVariables,
+    /// A cap on the reasoning block's tokens (`reasoning_budget`).
+    pub reasoning_budget: Option<ReasoningBudget>,
 }
 
 /// Builds the plan of `request` (a 400 error naming the field when it cannot be served).
@@ -177,6 +184,8 @@ pub fn plan(
         Some(asked) => asked as usize,
     };
     let sampling = sampling(&request, settings)?;
+    let variables = template_variables(&request)?;
+    let reasoning_budget = reasoning_budget(&request, settings)?;
     let stops = stops(request.stop.as_ref())?;
     let tools = match &request.tools {
         Some(tools) if !tools.is_empty() => Some(registry(tools)?),
@@ -236,7 +245,63 @@ pub fn plan(
         warnings,
         think: settings.think,
         wire: settings.wire,
+        variables,
+        reasoning_budget,
     })
+}
+
+/// The chat template's variables `request` gives (`reasoning_effort`, one of OpenAI's
+/// values).
+fn template_variables(request: &ChatRequest) -> Result<TemplateVariables, ApiError> {
+    const EFFORTS: [&str; 4] = ["minimal", "low", "medium", "high"];
+    match &request.reasoning_effort {
+        Some(effort) if !EFFORTS.contains(&effort.as_str()) => Err(ApiError::invalid(
+            "invalid_value",
+            Some("reasoning_effort"),
+            format!(
+                "reasoning_effort is {effort:?}; use one of {}",
+                EFFORTS.join(", ")
+            ),
+        )),
+        effort => Ok(TemplateVariables {
+            reasoning_effort: effort.clone(),
+        }),
+    }
+}
+
+/// The reasoning budget `request` asks for, in the wire format's markers: only where the
+/// server writes a reasoning block (`grail serve --think`).
+fn reasoning_budget(
+    request: &ChatRequest,
+    settings: &PlanSettings,
+) -> Result<Option<ReasoningBudget>, ApiError> {
+    let Some(tokens) = request.reasoning_budget else {
+        return Ok(None);
+    };
+    let markers = settings.wire.reasoning();
+    let open = match settings.think {
+        Think::Off => {
+            return Err(ApiError::invalid(
+                "unsupported_parameter",
+                Some("reasoning_budget"),
+                "this server writes no reasoning block (start it with grail serve --think)",
+            ));
+        }
+        Think::Forced if tokens == 0 => {
+            return Err(ApiError::invalid(
+                "invalid_value",
+                Some("reasoning_budget"),
+                "the prompt opens the reasoning block (--think forced), so its first token is written inside it: ask for at least 1",
+            ));
+        }
+        Think::Forced => String::new(),
+        Think::Optional | Think::Required => markers.open.to_string(),
+    };
+    Ok(Some(ReasoningBudget {
+        tokens: tokens as usize,
+        open,
+        close: markers.close.to_string(),
+    }))
 }
 
 /// How calls are written for `request` with `choice`.

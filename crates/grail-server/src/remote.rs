@@ -123,6 +123,9 @@ impl RemoteBackend {
         if sampling.top_k > 0 {
             body["top_k"] = json!(sampling.top_k);
         }
+        if let Some(effort) = &request.variables.reasoning_effort {
+            body["reasoning_effort"] = json!(effort);
+        }
         if let Some(grammar) = &request.grammar {
             match self.kind {
                 RemoteKind::LlamaServer => body["grammar"] = json!(&*grammar.gbnf()),
@@ -155,6 +158,11 @@ impl Backend for RemoteBackend {
         request: &Generate,
         observer: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Written, BackendError> {
+        if request.reasoning_budget.is_some() {
+            return Err(BackendError::Request(
+                "reasoning_budget is kept by the embedded backend only: a remote backend cannot cap its model's reasoning".into(),
+            ));
+        }
         let url = format!("{}/v1/chat/completions", self.base);
         let shown = &self.shown_url;
         let mut call = self.agent.post(&url);

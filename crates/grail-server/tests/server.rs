@@ -989,3 +989,79 @@ fn a_reasoning_block_comes_back_as_reasoning_content() {
         "<think>A greeting.</think>\n\nHello!"
     );
 }
+
+#[test]
+fn a_reasoning_budget_closes_the_block_and_reasoning_effort_reaches_the_template() {
+    use grail_gen::testing::TinyModel;
+    use grail_tools::Think;
+    let body = json!({
+        "messages": user("Weather in Rome?"),
+        "tools": weather_tools(),
+        "tool_choice": "required",
+        "max_tokens": 300,
+        "reasoning_budget": 4,
+    });
+    let backend = backend_of(4, || TinyModel::new(3));
+    let server = TestServer::start(backend.clone(), thinking(Think::Required));
+    let (status, reply) = post(&server, &body);
+    assert_eq!(status, 200, "{reply}");
+    let message = &reply["choices"][0]["message"];
+    assert_call_valid(&weather_tools(), &message["tool_calls"][0]);
+    // The block: `<think>`, at most four tokens, then its end written for the model.
+    let written = backend
+        .written
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap()
+        .unwrap();
+    let inside = written.text.split_once("<think>").unwrap().1;
+    let (reasoning, _) = inside.split_once("</think>").unwrap();
+    assert_eq!(
+        message["reasoning_content"].as_str().unwrap().trim(),
+        reasoning.trim()
+    );
+    let model = TinyModel::new(3);
+    let vocabulary = grail_gen::Model::vocabulary(&model).clone();
+    let longest = (0..vocabulary.vocabulary().len() as u32)
+        .map(|id| vocabulary.vocabulary().bytes(id).len())
+        .max()
+        .unwrap();
+    assert!(reasoning.len() <= 4 * longest, "{reasoning:?}");
+
+    // Without a reasoning block, a budget is refused, naming the field.
+    let plain = TestServer::start(tiny_backend(4), quiet());
+    let (status, reply) = post(&plain, &body);
+    assert_eq!(status, 400, "{reply}");
+    assert_eq!(reply["error"]["param"], "reasoning_budget");
+    // reasoning_effort: one of OpenAI's values, given to the template that reads it.
+    let (status, reply) = post(
+        &plain,
+        &json!({"messages": user("Hi"), "reasoning_effort": "extreme"}),
+    );
+    assert_eq!(status, 400, "{reply}");
+    assert_eq!(reply["error"]["param"], "reasoning_effort");
+    const EFFORT_TEMPLATE: &str =
+        "Reasoning: {{ reasoning_effort }}\n{% for m in messages %}{{ m.content }}{% endfor %}";
+    let effort = TestServer::start(
+        backend_of(4, || TinyModel::new(3).with_chat_template(EFFORT_TEMPLATE)),
+        quiet(),
+    );
+    let prompt_tokens = |level: &str| {
+        let (status, reply) = post(
+            &effort,
+            &json!({"messages": user("Hi"), "reasoning_effort": level, "max_tokens": 2}),
+        );
+        assert_eq!(status, 200, "{reply}");
+        reply["usage"]["prompt_tokens"].as_u64().unwrap()
+    };
+    let expected = |level: &str| {
+        grail_gen::Model::tokenize(&TinyModel::new(3), &format!("Reasoning: {level}\nHi"))
+            .unwrap()
+            .len() as u64
+    };
+    assert_eq!(prompt_tokens("low"), expected("low"));
+    assert_eq!(prompt_tokens("medium"), expected("medium"));
+    assert_ne!(expected("low"), expected("medium"));
+}

@@ -378,7 +378,8 @@ impl Block {
         let more = Expr::sequence([self.separator, self.call.clone()]);
         let more = match max_calls {
             None => more.zero_or_more(),
-            Some(max) => more.repeat(0, Some(max.saturating_sub(1))),
+            Some(0 | 1) => Expr::Empty,
+            Some(max) => more.repeat(0, Some(max - 1)),
         };
         Expr::sequence([self.open, self.call, more, self.close])
     }

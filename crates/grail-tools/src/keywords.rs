@@ -191,10 +191,13 @@ pub(crate) fn read_arguments(python: bool, text: &str) -> Result<(Json, &str), A
                     false => "JSON",
                 }
             )),
-            ReadError::DuplicateKey { key: inner, .. } => {
-                malformed(format!("the value of `{key}` writes the key \"{inner}\" twice"))
+            ReadError::DuplicateKey { key: inner, pointer } => {
+                ArgumentsFault::Value(ReadError::DuplicateKey {
+                    key: inner,
+                    pointer: format!("/{key}{pointer}"),
+                })
             }
-            ReadError::TooDeep => malformed(format!("the value of `{key}` nests too deep")),
+            ReadError::TooDeep => ArgumentsFault::Value(ReadError::TooDeep),
         })?;
         if members.iter().any(|(known, _)| known == key) {
             return Err(malformed(format!(
@@ -233,6 +236,7 @@ mod tests {
             .map_err(|fault| match fault {
                 ArgumentsFault::Truncated => "truncated".to_string(),
                 ArgumentsFault::Malformed(message) => message,
+                ArgumentsFault::Value(_) => "value".to_string(),
             })
     }
 
@@ -254,6 +258,7 @@ mod tests {
         assert!(read(false, "(metric=True)").is_err());
         assert!(read(false, r#"(metric=true, city="x")"#).is_ok());
         assert!(read(true, r#"(a=1, a=2)"#).unwrap_err().contains("twice"));
+        assert_eq!(read(true, r#"(a={"k": 1, "k": 2})"#).unwrap_err(), "value");
         assert!(
             read(true, r#"(a="\ud83d")"#)
                 .unwrap_err()

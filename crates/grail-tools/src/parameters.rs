@@ -225,4 +225,7 @@ pub(crate) enum ArgumentsFault {
     Truncated,
     /// What is wrong, for the model.
     Malformed(String),
+    /// A value's JSON (or Python literal) could not be read as a call's JSON is not
+    /// (a key written twice, nesting too deep): reported as for JSON calls.
+    Value(ReadError),
 }

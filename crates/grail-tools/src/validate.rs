@@ -658,6 +658,7 @@ fn read_marked_call<'t>(
                         ArgumentsFault::Malformed(message) => {
                             CallFault::one("call-malformed", Some(name), message)
                         }
+                        ArgumentsFault::Value(error) => read_fault(options, error),
                     })?
                 }
                 NamePlace::Parameters(tags) => {
@@ -671,6 +672,7 @@ fn read_marked_call<'t>(
                             ArgumentsFault::Malformed(message) => {
                                 CallFault::one("call-malformed", Some(name), message)
                             }
+                            ArgumentsFault::Value(error) => read_fault(options, error),
                         },
                     )?
                 }

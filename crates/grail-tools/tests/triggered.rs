@@ -323,9 +323,10 @@ fn text_then_calls_exactly_where_the_trigger_ends_then_text() {
                     let bytes = index.vocabulary().bytes(id);
                     let end = at + bytes.len();
                     // A token that starts inside a trigger, or ends past one it began.
-                    if triggers.iter().any(|&(start, stop)| {
-                        (at > start && at < stop) || (at < stop && end > stop)
-                    }) {
+                    if triggers
+                        .iter()
+                        .any(|&(start, stop)| at < stop && (at > start || end > stop))
+                    {
                         straddling += 1;
                     }
                     at += bytes.len();
