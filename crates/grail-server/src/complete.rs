@@ -107,8 +107,9 @@ fn answer_inner(
     deadline: Instant,
     sink: &mut dyn EventSink,
 ) -> Option<Event> {
-    // An unconstrained text answer's reasoning block is split off at the end.
-    let splits_reasoning = plan.think != Think::Off
+    // An unconstrained text answer's reasoning block, and the frame of a format that
+    // frames its text (harmony's final channel), are split off at the end.
+    let splits_reasoning = (plan.think != Think::Off || plan.wire.text_frame().is_some())
         && plan.grammar.is_none()
         && matches!(plan.answer, AnswerKind::Text(_));
     let live = plan.stream
@@ -296,6 +297,13 @@ fn answer_inner(
             AnswerKind::Text(_) if splits_reasoning => {
                 let (reasoning, content) =
                     split_reasoning(plan.think, plan.wire.reasoning(), &text);
+                let content = match plan.wire.text_frame() {
+                    Some(frame) => content
+                        .trim_start()
+                        .strip_prefix(frame)
+                        .map_or(content.clone(), |rest| rest.trim().to_string()),
+                    None => content,
+                };
                 check_text(validator.as_ref(), &content)
                     .map(|()| (reasoning, Some(content), Vec::new()))
             }

@@ -1065,3 +1065,32 @@ fn a_reasoning_budget_closes_the_block_and_reasoning_effort_reaches_the_template
     assert_eq!(prompt_tokens("medium"), expected("medium"));
     assert_ne!(expected("low"), expected("medium"));
 }
+
+#[test]
+fn a_harmony_text_answer_comes_back_without_its_channel_frame() {
+    use grail_tools::{Think, WireFormat};
+    let harmony = |think| {
+        let mut settings = thinking(think);
+        settings.plan.wire = WireFormat::Harmony;
+        settings
+    };
+    let server = TestServer::start(
+        Arc::new(Scripted("<|channel|>final<|message|>Hello!")),
+        harmony(Think::Off),
+    );
+    let (status, reply) = post(&server, &json!({"messages": user("Hi")}));
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["choices"][0]["message"]["content"], "Hello!");
+    // The analysis channel is the reasoning.
+    let server = TestServer::start(
+        Arc::new(Scripted(
+            "<|channel|>analysis<|message|>A greeting.<|end|><|start|>assistant<|channel|>final<|message|>Hello!",
+        )),
+        harmony(Think::Optional),
+    );
+    let (status, reply) = post(&server, &json!({"messages": user("Hi")}));
+    assert_eq!(status, 200, "{reply}");
+    let message = &reply["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], "A greeting.");
+    assert_eq!(message["content"], "Hello!");
+}

@@ -555,6 +555,12 @@ impl WireFormat {
         }
     }
 
+    /// What opens free text in a format that frames it (harmony's
+    /// `<|channel|>final<|message|>`), `None` in the others.
+    pub fn text_frame(self) -> Option<&'static str> {
+        self.marked().and_then(|marked| marked.text_open)
+    }
+
     /// Whether the format frames free text (harmony's final channel), so that an answer
     /// is either text or calls, never both.
     pub fn frames_text(self) -> bool {
