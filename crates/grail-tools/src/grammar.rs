@@ -29,6 +29,10 @@ use crate::wire::{
     CALL_ID_LEN, CALL_ID_MARKER, CallTag, MAX_INDEX_DIGITS, Marked, NamePlace, WireFormat,
 };
 
+/// The largest bound on the calls of one answer ([`CallOptions::max_calls`]): a bound is
+/// written as rules (one per call left), so a larger one is refused, not built.
+pub const MAX_CALLS_BOUND: u32 = 1024;
+
 /// Whether and which tool the model must call (OpenAI's `tool_choice`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ToolChoice {
@@ -151,6 +155,13 @@ pub fn tool_call_grammar(
         // With no tools (all filtered out), `auto` leaves free text.
         ToolChoice::Auto | ToolChoice::Required => registry.tools.iter().collect(),
     };
+    if let Some(max) = options.max_calls
+        && max > MAX_CALLS_BOUND
+    {
+        return Err(ToolsError::Options(format!(
+            "at most {MAX_CALLS_BOUND} calls in an answer can be bounded, not {max}; ask for no maximum instead"
+        )));
+    }
     if let Some(most) = options.wire.marked().and_then(|marked| marked.most_calls)
         && options.max_calls.is_none_or(|max| max > most)
     {

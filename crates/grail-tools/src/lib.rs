@@ -47,7 +47,8 @@ pub use arguments::Arguments;
 pub use error::ToolsError;
 pub use filter::{FilteredPool, PoolFilter};
 pub use grammar::{
-    CallOptions, Think, ToolChoice, ToolGrammar, classification_grammar, tool_call_grammar,
+    CallOptions, MAX_CALLS_BOUND, Think, ToolChoice, ToolGrammar, classification_grammar,
+    tool_call_grammar,
 };
 pub use lazy::{LazyGrammar, Trigger, lazy_tool_call_grammar};
 pub use numbers::{CALL_EXPONENT_DIGITS, CALL_INTEGER_DIGITS};
