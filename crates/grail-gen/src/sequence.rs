@@ -237,17 +237,8 @@ impl SequenceDecoder {
             self.close_token();
             return Ok(Next::Finished(finish));
         }
-        for closing in self.reasoning_close(tokenize)? {
-            self.tokens.push(closing);
-            self.stats.forced_tokens += 1;
-            self.bytes.extend_from_slice(vocabulary.bytes(closing));
-            read.push(closing);
-            if observer(vocabulary.bytes(closing)).is_break() {
-                self.close_token();
-                return Ok(Next::Finished(Finish::Interrupted));
-            }
-        }
-        if let Some(finish) = self.ended() {
+        let closing = self.reasoning_close(tokenize)?;
+        if let Some(finish) = self.take_forced(closing, &mut read, observer) {
             self.close_token();
             return Ok(Next::Finished(finish));
         }
@@ -256,23 +247,39 @@ impl SequenceDecoder {
             let budget = self.options.max_tokens - self.tokens.len();
             let forced = self.forced_tokens(budget, tokenize)?;
             self.grammar_s += forcing.elapsed().as_secs_f64();
-            for forced_token in forced {
-                self.tokens.push(forced_token);
-                self.stats.forced_tokens += 1;
-                self.bytes.extend_from_slice(vocabulary.bytes(forced_token));
-                read.push(forced_token);
-                if observer(vocabulary.bytes(forced_token)).is_break() {
-                    self.close_token();
-                    return Ok(Next::Finished(Finish::Interrupted));
-                }
-            }
-            if let Some(finish) = self.ended() {
+            if let Some(finish) = self.take_forced(forced, &mut read, observer) {
                 self.close_token();
                 return Ok(Next::Finished(finish));
             }
         }
         self.close_token();
         Ok(Next::Read(read))
+    }
+
+    /// Takes `forced` (tokens the matcher already accepted, written without a draw) into
+    /// the output and `read`, each shown to `observer`; why the output is over after them,
+    /// if it is.
+    fn take_forced(
+        &mut self,
+        forced: Vec<u32>,
+        read: &mut Vec<u32>,
+        observer: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Option<Finish> {
+        if forced.is_empty() {
+            return None;
+        }
+        let vocabulary = self.vocabulary.clone();
+        let vocabulary = vocabulary.vocabulary();
+        for token in forced {
+            self.tokens.push(token);
+            self.stats.forced_tokens += 1;
+            self.bytes.extend_from_slice(vocabulary.bytes(token));
+            read.push(token);
+            if observer(vocabulary.bytes(token)).is_break() {
+                return Some(Finish::Interrupted);
+            }
+        }
+        self.ended()
     }
 
     /// The tokens of the reasoning block's closing marker when the budget is spent (see

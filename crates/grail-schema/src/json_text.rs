@@ -49,20 +49,7 @@ pub fn any_string_char_exact() -> Expr {
             hex(),
         ])
     };
-    let not_surrogate = Expr::choice([
-        Expr::sequence([
-            Expr::chars([('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
-            hex(),
-            hex(),
-            hex(),
-        ]),
-        Expr::sequence([
-            Expr::chars([('d', 'd'), ('D', 'D')]),
-            Expr::chars([('0', '7')]),
-            hex(),
-            hex(),
-        ]),
-    ]);
+    let not_surrogate = not_surrogate_hex();
     Expr::choice([
         Expr::Chars(CharSet::new(escaped_set().members(), true)),
         Expr::sequence([
@@ -95,8 +82,13 @@ pub fn any_string_char_exact() -> Expr {
 /// of a character outside the surrogates (a pair of surrogate escapes is one character in
 /// JSON and two in Python).
 pub fn python_string_char() -> Expr {
+    string_char_escaping(not_surrogate_hex())
+}
+
+/// The four hex digits of a `\u` escape of a character outside the surrogates.
+fn not_surrogate_hex() -> Expr {
     let hex = hex_digit;
-    let not_surrogate = Expr::choice([
+    Expr::choice([
         Expr::sequence([
             Expr::chars([('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
             hex(),
@@ -109,29 +101,17 @@ pub fn python_string_char() -> Expr {
             hex(),
             hex(),
         ]),
-    ]);
-    Expr::choice([
-        Expr::Chars(CharSet::new(escaped_set().members(), true)),
-        Expr::sequence([
-            Expr::literal("\\"),
-            Expr::choice([
-                Expr::chars([
-                    ('"', '"'),
-                    ('\\', '\\'),
-                    ('b', 'b'),
-                    ('f', 'f'),
-                    ('n', 'n'),
-                    ('r', 'r'),
-                    ('t', 't'),
-                ]),
-                Expr::sequence([Expr::literal("u"), not_surrogate]),
-            ]),
-        ]),
     ])
 }
 
 /// llama.cpp's `char`: one character of a JSON string as written, escapes included.
 pub fn any_string_char() -> Expr {
+    string_char_escaping(hex_digit().repeat(4, Some(4)))
+}
+
+/// One character of a string as written: as itself, a short escape but `\/`, or `\u`
+/// and `unicode` (the hex digits a `\u` escape may have).
+fn string_char_escaping(unicode: Expr) -> Expr {
     Expr::choice([
         Expr::Chars(CharSet::new(escaped_set().members(), true)),
         Expr::sequence([
@@ -146,7 +126,7 @@ pub fn any_string_char() -> Expr {
                     ('r', 'r'),
                     ('t', 't'),
                 ]),
-                Expr::sequence([Expr::literal("u"), hex_digit().repeat(4, Some(4))]),
+                Expr::sequence([Expr::literal("u"), unicode]),
             ]),
         ]),
     ])

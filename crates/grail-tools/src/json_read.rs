@@ -269,18 +269,23 @@ impl Reader<'_> {
     }
 
     fn hex4(&mut self) -> Result<u32, ReadError> {
-        let mut value = 0;
-        for _ in 0..4 {
+        self.hex(4)
+    }
+
+    /// The value of the next `digits` hex digits (at most 8).
+    fn hex(&mut self, digits: usize) -> Result<u32, ReadError> {
+        let mut value: u32 = 0;
+        for _ in 0..digits {
             let digit = match self.next_byte()? {
                 byte @ b'0'..=b'9' => byte - b'0',
                 byte @ b'a'..=b'f' => byte - b'a' + 10,
                 byte @ b'A'..=b'F' => byte - b'A' + 10,
                 _ => {
                     self.at -= 1;
-                    return Err(self.syntax("expected a hex digit in a \\u escape"));
+                    return Err(self.syntax("expected a hex digit in an escape"));
                 }
             };
-            value = value * 16 + u32::from(digit);
+            value = value.wrapping_mul(16) + u32::from(digit);
         }
         Ok(value)
     }
@@ -387,19 +392,7 @@ impl Reader<'_> {
                 return Ok(());
             }
         };
-        let mut code: u32 = 0;
-        for _ in 0..digits {
-            let digit = match self.next_byte()? {
-                byte @ b'0'..=b'9' => byte - b'0',
-                byte @ b'a'..=b'f' => byte - b'a' + 10,
-                byte @ b'A'..=b'F' => byte - b'A' + 10,
-                _ => {
-                    self.at -= 1;
-                    return Err(self.syntax("expected a hex digit in an escape"));
-                }
-            };
-            code = code.saturating_mul(16) + u32::from(digit);
-        }
+        let code = self.hex(digits)?;
         match char::from_u32(code) {
             Some(character) => {
                 out.push(character);

@@ -18,7 +18,7 @@ use grail_schema::{ArgumentRules, Literals};
 use serde_json::Value;
 
 use crate::json_read::{self, Json, ReadError};
-use crate::parameters::{ArgumentsFault, arguments_in_order};
+use crate::parameters::{ArgumentsFault, arguments_in_order, refuse_undeclared};
 use crate::validate::preview;
 
 /// Whether `key` is a Python identifier (ASCII: what a tool's argument names are).
@@ -34,25 +34,7 @@ pub(crate) fn is_identifier(key: &str) -> bool {
 /// parentheses (see the module doc); the values' spelling is the one `rules` writes
 /// (the schema options' literals).
 pub(crate) fn arguments_expr(schema: &Value, rules: &mut ArgumentRules<'_, '_>) -> Expr {
-    let declares_all = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    let has_properties = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|properties| !properties.is_empty());
-    if !declares_all && !has_properties && schema.get("type") != Some(&"object".into()) {
-        rules.unsupported(
-            "",
-            "type",
-            "keyword arguments must be an object with declared properties",
-        );
-    }
-    if let Some(Value::Object(_)) = schema.get("additionalProperties") {
-        rules.unsupported(
-            "",
-            "additionalProperties",
-            "keyword arguments are the declared properties only",
-        );
-    }
+    refuse_undeclared(schema, rules, "keyword arguments");
     let mut arguments: Vec<(Expr, bool)> = Vec::new();
     for (key, _, required) in arguments_in_order(schema) {
         let pointer = format!("/properties/{}", escape_pointer_token(key));

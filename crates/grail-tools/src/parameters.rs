@@ -86,15 +86,10 @@ pub(crate) fn arguments_in_order(schema: &Value) -> Vec<(&str, &Value, bool)> {
     ordered
 }
 
-/// The arguments of a tool whose arguments' schema is `schema`, written in `tags`; the
-/// rule of text up to a value's closing tag is made once per grammar (`raw_text`).
-pub(crate) fn arguments_expr(
-    tags: &ParameterTags,
-    tokens: &[(String, u32)],
-    schema: &Value,
-    rules: &mut ArgumentRules<'_, '_>,
-    raw_text: &mut Option<Expr>,
-) -> Expr {
+/// Refuses (through `rules`) what arguments written one by one cannot hold: a schema
+/// that is no object with declared properties, and properties beside the declared ones.
+/// `what` names the writing in the messages.
+pub(crate) fn refuse_undeclared(schema: &Value, rules: &mut ArgumentRules<'_, '_>, what: &str) {
     let declares_all = schema.get("additionalProperties") == Some(&Value::Bool(false));
     let has_properties = schema
         .get("properties")
@@ -104,16 +99,28 @@ pub(crate) fn arguments_expr(
         rules.unsupported(
             "",
             "type",
-            "arguments written apart in tags must be an object with declared properties",
+            &format!("{what} must be an object with declared properties"),
         );
     }
     if let Some(Value::Object(_)) = schema.get("additionalProperties") {
         rules.unsupported(
             "",
             "additionalProperties",
-            "arguments written apart in tags are the declared properties only",
+            &format!("{what} are the declared properties only"),
         );
     }
+}
+
+/// The arguments of a tool whose arguments' schema is `schema`, written in `tags`; the
+/// rule of text up to a value's closing tag is made once per grammar (`raw_text`).
+pub(crate) fn arguments_expr(
+    tags: &ParameterTags,
+    tokens: &[(String, u32)],
+    schema: &Value,
+    rules: &mut ArgumentRules<'_, '_>,
+    raw_text: &mut Option<Expr>,
+) -> Expr {
+    refuse_undeclared(schema, rules, "arguments written apart in tags");
     let mut items = Vec::new();
     for (key, property, required) in arguments_in_order(schema) {
         let pointer = format!("/properties/{}", escape_pointer_token(key));
