@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Args;
 use grail_gen::{DecodeOptions, Message, Model, SamplingParams, ToolTask, run_tool_task};
-use grail_tools::{CallOptions, PoolFilter, ToolChoice, ToolRegistry, validate_output};
+use grail_tools::{CallOptions, PoolFilter, ToolChoice, ToolRegistry, top_tools, validate_output};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -45,6 +45,10 @@ pub struct AgentBenchArgs {
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// With the grammar: offer only the K tools that fit each query best (BM25 over
+    /// names, descriptions and parameters), after the pool filter.
+    #[arg(long, value_name = "K")]
+    pub top_k_tools: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -124,11 +128,18 @@ pub fn run(args: &AgentBenchArgs) -> anyhow::Result<ExitCode> {
             model.as_mut(),
             &registry,
             query,
-            true,
+            Offer::Filtered(args.top_k_tools),
             args.attempts,
             &decode_options,
         )?;
-        let without = run_query(model.as_mut(), &registry, query, false, 1, &decode_options)?;
+        let without = run_query(
+            model.as_mut(),
+            &registry,
+            query,
+            Offer::Unconstrained,
+            1,
+            &decode_options,
+        )?;
         eprintln!(
             "{:<9} grammar: {:<5} {:<26} no grammar: {:<5} {:<26} {}",
             query.complexity,
@@ -154,10 +165,11 @@ pub fn run(args: &AgentBenchArgs) -> anyhow::Result<ExitCode> {
     );
     println!("| config | convergence | first_tool_match | mean latency | tokens/s |");
     println!("|---|---|---|---|---|");
-    for (name, row) in [
-        ("no grammar", &free),
-        ("grammar + pool filter + validator", &grammar),
-    ] {
+    let constrained = match args.top_k_tools {
+        Some(k) => format!("grammar + pool filter + top {k} tools + validator"),
+        None => "grammar + pool filter + validator".to_string(),
+    };
+    for (name, row) in [("no grammar", &free), (constrained.as_str(), &grammar)] {
         println!(
             "| {name} | {:.0}% ({}/{}) | {:.0}% | {:.2} s | {:.1} |",
             row["convergence"].as_f64().unwrap_or(0.0) * 100.0,
@@ -232,18 +244,33 @@ fn run_json(run: &Run) -> Value {
 
 /// Runs one query: with the grammar, the pool filter on the query and the validator's
 /// retries; without, one free answer judged by the validator.
+/// How a query's tools are offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offer {
+    /// With the grammar: the pool filter, then the best K tools when asked.
+    Filtered(Option<usize>),
+    /// Every tool, decoded freely.
+    Unconstrained,
+}
+
 fn run_query(
     model: &mut dyn Model,
     registry: &ToolRegistry,
     query: &Query,
-    constrained: bool,
+    offer: Offer,
     attempts: usize,
     decode_options: &DecodeOptions,
 ) -> anyhow::Result<Run> {
-    let pool = if constrained {
-        PoolFilter::default().apply(registry, &query.query).kept
-    } else {
-        registry.clone()
+    let constrained = offer != Offer::Unconstrained;
+    let pool = match offer {
+        Offer::Filtered(top_k) => {
+            let pool = PoolFilter::default().apply(registry, &query.query).kept;
+            match top_k {
+                Some(k) => top_tools(&pool, &query.query, k).0,
+                None => pool,
+            }
+        }
+        Offer::Unconstrained => registry.clone(),
     };
     let options = CallOptions {
         choice: ToolChoice::Required,

@@ -14,7 +14,7 @@ use grail_gen::{
     ReasoningBudget, SamplingParams, ToolTask, chat_prompt, decode, quantile_of, raw_prompt,
     run_tool_task,
 };
-use grail_tools::{Think, ToolChoice, WireFormat};
+use grail_tools::{Think, ToolChoice, WireFormat, top_tools};
 use serde_json::json;
 
 use crate::grammar::{GrammarInput, SchemaWarnings, load_grammar};
@@ -67,6 +67,10 @@ pub struct GenerateArgs {
     /// written for the model and the answer goes on under the grammar.
     #[arg(long, value_name = "TOKENS", requires = "tools")]
     pub reasoning_budget: Option<usize>,
+    /// With --tools: offer only the K tools that fit the prompt best (BM25 over names,
+    /// descriptions and parameters; -v prints the ranking), after the pool filter.
+    #[arg(long, value_name = "K", requires = "tools")]
+    pub top_k_tools: Option<usize>,
     /// With --tools: run the tool-pool filter on the prompt (`x-grail-markers`,
     /// `x-grail-fallback`).
     #[arg(long, requires = "tools")]
@@ -388,8 +392,22 @@ fn generate_tool_calls(
     for (tool, reason) in &loaded.dropped {
         eprintln!("note: tool `{tool}` left out: {reason}");
     }
+    let registry = match args.top_k_tools {
+        Some(k) => {
+            let (kept, ranking) = top_tools(&loaded.registry, prompt_text, k);
+            if args.verbose {
+                let shown: Vec<String> = ranking
+                    .iter()
+                    .map(|ranked| format!("{} {:.2}", ranked.name, ranked.score))
+                    .collect();
+                eprintln!("tools ranked for the prompt: {}", shown.join(", "));
+            }
+            kept
+        }
+        None => loaded.registry.clone(),
+    };
     let task = ToolTask {
-        registry: &loaded.registry,
+        registry: &registry,
         options: &loaded.options,
         messages,
         constrained: true,

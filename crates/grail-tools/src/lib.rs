@@ -39,6 +39,7 @@ mod markers;
 mod numbers;
 mod parameters;
 mod registry;
+mod relevance;
 mod stream;
 mod validate;
 mod wire;
@@ -53,6 +54,7 @@ pub use grammar::{
 pub use lazy::{LazyGrammar, Trigger, lazy_tool_call_grammar};
 pub use numbers::{CALL_EXPONENT_DIGITS, CALL_INTEGER_DIGITS};
 pub use registry::{MAX_NAME_LEN, Tool, ToolRegistry};
+pub use relevance::{RankedTool, rank_tools, top_tools};
 pub use stream::{CallStream, StreamDelta};
 pub use validate::{
     CallFault, Checked, Fault, ToolCall, WrittenCalls, validate_output, written_calls,
