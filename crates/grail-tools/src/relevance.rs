@@ -44,6 +44,18 @@ pub fn rank_tools(registry: &ToolRegistry, query: &str) -> Vec<RankedTool> {
     let mut query_words = words(query);
     query_words.sort_unstable();
     query_words.dedup();
+    // Each query word's IDF, from the documents that hold it, once.
+    let idf: HashMap<&str, f64> = query_words
+        .iter()
+        .map(|word| {
+            let holding = documents
+                .iter()
+                .filter(|document| document.contains(word))
+                .count() as f64;
+            let idf = (1.0 + (count - holding + 0.5) / (holding + 0.5)).ln();
+            (word.as_str(), idf)
+        })
+        .collect();
     let mut ranked: Vec<RankedTool> = registry
         .tools
         .iter()
@@ -58,13 +70,8 @@ pub fn rank_tools(registry: &ToolRegistry, query: &str) -> Vec<RankedTool> {
                 .iter()
                 .filter_map(|word| frequency.get(word.as_str()).map(|&found| (word, found)))
                 .map(|(word, found)| {
-                    let holding = documents
-                        .iter()
-                        .filter(|other| other.iter().any(|other| other == word))
-                        .count() as f64;
-                    let idf = (1.0 + (count - holding + 0.5) / (holding + 0.5)).ln();
                     let norm = K1 * (1.0 - B + B * length / average.max(1.0));
-                    idf * found * (K1 + 1.0) / (found + norm)
+                    idf[word.as_str()] * found * (K1 + 1.0) / (found + norm)
                 })
                 .fold(0.0, |total, part| total + part);
             RankedTool {

@@ -564,8 +564,7 @@ impl WireFormat {
     /// Whether the format frames free text (harmony's final channel), so that an answer
     /// is either text or calls, never both.
     pub fn frames_text(self) -> bool {
-        self.marked()
-            .is_some_and(|marked| marked.text_open.is_some())
+        self.text_frame().is_some()
     }
 
     /// The texts around the format's reasoning block: harmony's analysis channel,
